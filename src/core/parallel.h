@@ -1,0 +1,23 @@
+// Thread count and parallel loops. unmask uses OpenMP (libgomp), the same runtime oneDNN uses, so
+// GEMM threads and our own loops share one pool and never oversubscribe the cores.
+#ifndef UNMASK_CORE_PARALLEL_H_
+#define UNMASK_CORE_PARALLEL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace unmask {
+
+// Sets the number of threads used by unmask's loops and by the GEMM libraries. n <= 0 means
+// "all hardware threads".
+void SetNumThreads(int n);
+int GetNumThreads();
+int HardwareThreads();
+
+// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel. Chunks have at least
+// `grain` items. Each index is visited exactly once; the order of chunks is unspecified.
+void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace unmask
+
+#endif  // UNMASK_CORE_PARALLEL_H_
