@@ -1,0 +1,23 @@
+// Dequantization / conversion to f32 of F32, F16, BF16 and Q8_0 data, and embedding lookup.
+#ifndef UNMASK_OPS_CONVERT_H_
+#define UNMASK_OPS_CONVERT_H_
+
+#include <cstdint>
+#include <span>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace unmask {
+
+// Converts `n` elements of `dtype` at `src` to f32 at `dst` (n a multiple of the block size).
+// Errors: Unimplemented for dtypes without a converter; InvalidArgument for a partial block.
+Status ConvertRowToF32(DType dtype, const void* src, int64_t n, float* dst);
+
+// out[i, :] = table[ids[i], :] as f32. table: [V, D] (F32/F16/BF16/Q8_0), out: [len(ids), D] f32.
+// Errors: OutOfRange naming the id when an id is outside [0, V).
+Status GetRows(const TensorView& table, std::span<const int32_t> ids, TensorView out);
+
+}  // namespace unmask
+
+#endif  // UNMASK_OPS_CONVERT_H_

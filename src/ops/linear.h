@@ -1,0 +1,55 @@
+// Linear layers y = x W^T with weights prepared once at load time.
+#ifndef UNMASK_OPS_LINEAR_H_
+#define UNMASK_OPS_LINEAR_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace unmask {
+
+// How a weight is kept in memory:
+//   kPackedF32: dequantized to f32 once and prepacked for the GEMM provider (fastest; 4 bytes/param).
+//   kOnTheFly:  kept in its stored dtype (e.g. the mmap'd F16/Q8_0 data, no copy); panels of rows are
+//               dequantized to f32 inside Linear (memory of the original file; slower).
+//   kAuto:      kPackedF32 unless the caller's budget says otherwise (decided by the model loader).
+enum class WeightMode { kAuto, kPackedF32, kOnTheFly };
+
+// A weight matrix W [out_features, in_features] (row-major, as GGUF stores a {in, out} tensor),
+// ready for Linear. Move-only; owns any packed copy. Thread-safe for concurrent Linear calls.
+class LinearWeight {
+ public:
+  LinearWeight();
+  ~LinearWeight();
+  LinearWeight(LinearWeight&&) noexcept;
+  LinearWeight& operator=(LinearWeight&&) noexcept;
+
+  // Prepares the row-wise concatenation of `parts` (each [n_i, K], same K; dtypes F32, F16, BF16 or
+  // Q8_0, may differ) as one [sum n_i, K] weight — used to fuse Q/K/V and gate/up projections.
+  // For kOnTheFly with a single part, the data is referenced, not copied (it must outlive this).
+  // Errors: InvalidArgument on shape/dtype mismatch or unsupported dtype.
+  static StatusOr<LinearWeight> Prepare(std::span<const TensorView> parts, WeightMode mode);
+
+  int64_t out_features() const;
+  int64_t in_features() const;
+  WeightMode mode() const;  // never kAuto after Prepare
+  // Bytes of memory held by this object (packed copies), 0 for referenced data.
+  size_t owned_bytes() const;
+
+  struct Impl;
+  const Impl* impl() const { return impl_.get(); }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// y[M, N] = x[M, K] * W[N, K]^T (f32). x and y must not overlap. M may be any value >= 0.
+// Errors: InvalidArgument when shapes/dtypes do not match (names the dims).
+Status Linear(const TensorView& x, const LinearWeight& w, TensorView y);
+
+}  // namespace unmask
+
+#endif  // UNMASK_OPS_LINEAR_H_
