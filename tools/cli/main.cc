@@ -1,6 +1,46 @@
+// unmask: command-line entry point. Results go to stdout, progress and errors to stderr.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
-int main() {
-  std::puts("unmask: under construction");
-  return 0;
+#include "cli/generate_command.h"
+#include "cli/inspect_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "unmask " UNMASK_VERSION
+      ": inference engine for masked-diffusion language models (LLaDA) on the CPU"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "unmask " UNMASK_VERSION);
+
+  unmask::tools::GenerateCommand generate;
+  CLI::App* gen = app.add_subcommand(
+      "generate",
+      "generate text with a diffusion model (the LLaDA reference algorithm, exact)\n"
+      "example: unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
+      "--steps 64 --block-length 32");
+  generate.AddTo(*gen);
+
+  unmask::tools::InspectCommand inspect;
+  CLI::App* ins = app.add_subcommand(
+      "inspect", "print a GGUF model's architecture, hyper-parameters, tokenizer and tensors");
+  inspect.AddTo(*ins);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string where = "unmask";
+    for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+    std::fprintf(stderr, "%s: error: %s (see '%s --help')\n", where.c_str(), e.what(),
+                 where.c_str());
+    return 2;
+  }
+  if (gen->parsed()) return generate.Run();
+  if (ins->parsed()) return inspect.Run();
+  return 2;
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what unmask needs to build and test on Debian 12: compiler and build tools, the libraries
+# (oneDNN, OpenBLAS, PCRE2, nlohmann-json, CLI11, GoogleTest, Google Benchmark) and a Python venv
+# (.venv) with the pinned packages of scripts/requirements.txt for the reference and model scripts.
+# Idempotent: does nothing that is already done. Uses sudo only when not root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential g++ cmake ninja-build pkg-config git
+          libdnnl-dev libopenblas-dev libpcre2-dev nlohmann-json3-dev libcli11-dev
+          libgtest-dev libgmock-dev libbenchmark-dev
+          python3 python3-venv python3-pip)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python tooling in a project venv (Debian's system Python refuses pip installs: PEP 668).
+if [ ! -x .venv/bin/python ]; then
+  echo "install-deps: creating .venv" >&2
+  python3 -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum scripts/requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "install-deps: installing Python packages (scripts/requirements.txt)" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+  echo "$want" > "$stamp"
+fi
+echo "install-deps: ok" >&2

@@ -1,0 +1,163 @@
+#include "decode/decoder_diffusion.h"
+
+#include <limits>
+#include <string>
+
+#include "core/parallel.h"
+#include "decode/schedule.h"
+#include "sampling/token_choice.h"
+#include "sampling/top_k.h"
+
+namespace unmask {
+
+StatusOr<DiffusionDecoder> DiffusionDecoder::Create(const DiffusionParams& params,
+                                                    DiffusionTokenIds ids,
+                                                    std::span<const int32_t> prompt,
+                                                    int64_t context_length, int64_t vocab_size) {
+  UNMASK_RETURN_IF_ERROR(
+      ValidateDiffusionParams(params, static_cast<int64_t>(prompt.size()), context_length));
+  if (ids.mask < 0 || ids.mask >= vocab_size) {
+    return InvalidArgumentError("the model has no valid mask token id (got " +
+                                std::to_string(ids.mask) + ")");
+  }
+  if (params.logits_eos_inf && (ids.eos < 0 || ids.eos >= vocab_size)) {
+    return InvalidArgumentError("logits_eos_inf needs an EOS token, but the model has none");
+  }
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
+      return InvalidArgumentError("prompt token id " + std::to_string(prompt[i]) + " at index " +
+                                  std::to_string(i) + " is outside the vocabulary [0, " +
+                                  std::to_string(vocab_size) + ")");
+    }
+  }
+  DiffusionDecoder d;
+  d.params_ = params;
+  d.ids_ = ids;
+  d.prompt_length_ = static_cast<int64_t>(prompt.size());
+  d.vocab_size_ = vocab_size;
+  d.rng_ = CounterRng(params.seed);
+  d.canvas_.assign(prompt.begin(), prompt.end());
+  d.canvas_.resize(static_cast<size_t>(d.prompt_length_ + params.gen_length), ids.mask);
+  if (params.cfg_scale > 0) {
+    d.uncond_ = d.canvas_;
+    // The reference masks prompt_index = (x != mask_id) at the start: the prompt positions.
+    for (int64_t i = 0; i < d.prompt_length_; ++i) d.uncond_[static_cast<size_t>(i)] = ids.mask;
+  }
+  return d;
+}
+
+std::span<const int32_t> DiffusionDecoder::generated() const {
+  return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_));
+}
+
+int64_t DiffusionDecoder::current_block() const {
+  const int64_t spb = params_.steps_per_block();
+  return spb > 0 ? std::min(step_ / spb, params_.num_blocks() - 1) : 0;
+}
+
+int64_t DiffusionDecoder::num_masked() const {
+  int64_t n = 0;
+  for (int32_t t : canvas_) n += (t == ids_.mask);
+  return n;
+}
+
+const BatchPlan& DiffusionDecoder::Plan() {
+  const int64_t block = current_block();
+  const int64_t end = prompt_length_ + (block + 1) * params_.block_length;
+  rows_.clear();
+  for (int64_t p = 0; p < end; ++p) {
+    if (canvas_[static_cast<size_t>(p)] == ids_.mask) rows_.push_back(static_cast<int32_t>(p));
+  }
+  plan_.sequences.clear();
+  plan_.sequences.push_back(SequenceInput{canvas_, 0, rows_});
+  if (params_.cfg_scale > 0) plan_.sequences.push_back(SequenceInput{uncond_, 0, rows_});
+  return plan_;
+}
+
+Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* result) {
+  if (Done()) return FailedPreconditionError("Update called after the last step");
+  const int64_t num_rows = static_cast<int64_t>(rows_.size());
+  const int64_t expected_rows = num_rows * (params_.cfg_scale > 0 ? 2 : 1);
+  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 ||
+      logits.shape[0] != expected_rows || logits.shape[1] != vocab_size_) {
+    return InvalidArgumentError("logits must be f32 [" + std::to_string(expected_rows) + ", " +
+                                std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
+  }
+  const int64_t spb = params_.steps_per_block();
+  const int64_t block = step_ / spb;
+  const int64_t step_in_block = step_ % spb;
+  if (step_in_block == 0) {
+    // Transfer counts are computed once per block from the masks inside it (reference).
+    const int64_t begin = prompt_length_ + block * params_.block_length;
+    int64_t masked = 0;
+    for (int64_t p = begin; p < begin + params_.block_length; ++p) {
+      masked += (canvas_[static_cast<size_t>(p)] == ids_.mask);
+    }
+    schedule_ = NumTransferTokens(masked, spb);
+  }
+
+  const double temperature = params_.temperature;
+  const double cfg = params_.cfg_scale;
+  const float* cond = logits.as<float>();
+  const float* uncond = cond + num_rows * vocab_size_;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Ids removed from the confidence softmax by confidence_eos_eot_inf (see header).
+  std::vector<int32_t> excluded;
+  if (params_.confidence_eos_eot_inf) {
+    if (temperature == 0 && ids_.eos >= 0) excluded.push_back(ids_.eos);
+    if (ids_.eot >= 0) excluded.push_back(ids_.eot);
+  }
+
+  std::vector<int32_t> x0(static_cast<size_t>(num_rows));
+  std::vector<double> confidence(static_cast<size_t>(num_rows));
+  if (combined_.size() < static_cast<size_t>(num_rows * vocab_size_)) {
+    combined_.resize(static_cast<size_t>(num_rows * vocab_size_));
+  }
+  const uint32_t step32 = static_cast<uint32_t>(step_);
+  // Rows are independent and every random draw is keyed by (step, position, id): the result does
+  // not depend on how rows are split across threads.
+  ParallelFor(num_rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = cond + r * vocab_size_;
+      const std::span<float> out(combined_.data() + r * vocab_size_,
+                                 static_cast<size_t>(vocab_size_));
+      if (cfg > 0) {
+        const float* un = uncond + r * vocab_size_;
+        for (int64_t v = 0; v < vocab_size_; ++v) {
+          out[static_cast<size_t>(v)] =
+              static_cast<float>(un[v] + (cfg + 1.0) * (double{row[v]} - un[v]));
+        }
+      } else {
+        std::copy_n(row, vocab_size_, out.begin());
+      }
+      if (params_.logits_eos_inf) out[static_cast<size_t>(ids_.eos)] = neg_inf;
+      const uint32_t pos = static_cast<uint32_t>(rows_[static_cast<size_t>(r)]);
+      const int32_t token = temperature == 0
+                                ? ArgMax(out)
+                                : SampleGumbelMax(out, temperature, rng_, step32, pos);
+      x0[static_cast<size_t>(r)] = token;
+      confidence[static_cast<size_t>(r)] =
+          params_.remasking == Remasking::kRandom
+              ? rng_.Uniform(RngStream::kRemaskRandom, step32, pos, 0)
+              : SoftmaxProbability(out, token, excluded);
+    }
+  });
+
+  const std::vector<int32_t> chosen =
+      SelectTopK(confidence, schedule_[static_cast<size_t>(step_in_block)]);
+  if (result != nullptr) {
+    result->step = step_;
+    result->block = block;
+    result->committed_positions.clear();
+  }
+  for (int32_t r : chosen) {
+    const int32_t pos = rows_[static_cast<size_t>(r)];
+    canvas_[static_cast<size_t>(pos)] = x0[static_cast<size_t>(r)];
+    if (!uncond_.empty()) uncond_[static_cast<size_t>(pos)] = x0[static_cast<size_t>(r)];
+    if (result != nullptr) result->committed_positions.push_back(pos);
+  }
+  ++step_;
+  return Status::Ok();
+}
+
+}  // namespace unmask

@@ -1,0 +1,141 @@
+#include "model/config.h"
+
+#include <string>
+
+namespace unmask {
+namespace {
+
+// Architectures unmask can run, with their attention kind and RoPE layout as stored in GGUF.
+struct ArchTraits {
+  std::string_view name;
+  AttentionKind attention;
+  RopeLayout rope_layout;
+};
+constexpr ArchTraits kArchs[] = {
+    // llama.cpp's converter permutes Q/K rows for the interleaved ("normal") RoPE (LLAMACPP.md).
+    {"llada", AttentionKind::kBidirectional, RopeLayout::kInterleaved},
+};
+
+StatusOr<int64_t> GetPositive(const gguf::GgufFile& f, const std::string& key) {
+  UNMASK_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
+  if (v <= 0) {
+    return InvalidArgumentError(f.path() + ": " + key + " must be positive, got " +
+                                std::to_string(v));
+  }
+  return v;
+}
+
+}  // namespace
+
+int64_t ModelConfig::NumParameters() const {
+  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size +
+                            3 * hidden_size * ffn_size + 2 * hidden_size;
+  return num_layers * per_layer + vocab_size * hidden_size * (tied_output ? 1 : 2) + hidden_size;
+}
+
+double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
+                                 bool prune_last_layer) const {
+  const double n = static_cast<double>(num_positions);
+  const double r = static_cast<double>(num_logit_rows);
+  const double d = static_cast<double>(hidden_size);
+  const double q = static_cast<double>(num_heads * head_dim);
+  const double kv = static_cast<double>(num_kv_heads * head_dim);
+  const double f = static_cast<double>(ffn_size);
+  // Query-key pairs per layer for `rows` queries.
+  auto pairs = [&](double rows) {
+    return attention == AttentionKind::kCausal ? rows * (rows + 1) / 2 : rows * n;
+  };
+  const double kv_proj = 2.0 * n * d * 2.0 * kv;
+  auto rest = [&](double rows) {  // Q and output projections, attention, FFN for `rows` queries
+    return 2.0 * rows * (2.0 * d * q + 3.0 * d * f) + 4.0 * pairs(rows) * q;
+  };
+  const double layers = static_cast<double>(num_layers);
+  double total = layers * kv_proj;
+  if (prune_last_layer && num_layers > 0) {
+    total += (layers - 1) * rest(n) + rest(r);
+  } else {
+    total += layers * rest(n);
+  }
+  return total + 2.0 * r * d * static_cast<double>(vocab_size);
+}
+
+StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
+  ModelConfig c;
+  UNMASK_ASSIGN_OR_RETURN(c.architecture, f.GetString("general.architecture"));
+  const ArchTraits* traits = nullptr;
+  for (const ArchTraits& a : kArchs) {
+    if (a.name == c.architecture) traits = &a;
+  }
+  if (traits == nullptr) {
+    std::string known;
+    for (const ArchTraits& a : kArchs) known += (known.empty() ? "" : ", ") + std::string(a.name);
+    return UnimplementedError(f.path() + ": unsupported architecture '" + c.architecture +
+                              "' (supported: " + known + ")");
+  }
+  c.attention = traits->attention;
+  c.rope_layout = traits->rope_layout;
+  if (f.Find("general.name")) {
+    UNMASK_ASSIGN_OR_RETURN(c.name, f.GetString("general.name"));
+  }
+  const std::string p = c.architecture + ".";
+  UNMASK_ASSIGN_OR_RETURN(c.hidden_size, GetPositive(f, p + "embedding_length"));
+  UNMASK_ASSIGN_OR_RETURN(c.num_layers, GetPositive(f, p + "block_count"));
+  UNMASK_ASSIGN_OR_RETURN(c.ffn_size, GetPositive(f, p + "feed_forward_length"));
+  UNMASK_ASSIGN_OR_RETURN(c.num_heads, GetPositive(f, p + "attention.head_count"));
+  UNMASK_ASSIGN_OR_RETURN(c.context_length, GetPositive(f, p + "context_length"));
+  c.num_kv_heads = c.num_heads;
+  if (f.Find(p + "attention.head_count_kv")) {
+    UNMASK_ASSIGN_OR_RETURN(c.num_kv_heads, GetPositive(f, p + "attention.head_count_kv"));
+  }
+  UNMASK_ASSIGN_OR_RETURN(double eps, f.GetFloat(p + "attention.layer_norm_rms_epsilon"));
+  if (!(eps > 0.0 && eps < 1.0)) {
+    return InvalidArgumentError(f.path() + ": " + p + "attention.layer_norm_rms_epsilon must be in (0, 1)");
+  }
+  c.rms_eps = static_cast<float>(eps);
+  if (f.Find(p + "rope.freq_base")) {
+    UNMASK_ASSIGN_OR_RETURN(c.rope_base, f.GetFloat(p + "rope.freq_base"));
+    if (!(c.rope_base > 0.0)) {
+      return InvalidArgumentError(f.path() + ": " + p + "rope.freq_base must be positive");
+    }
+  }
+  if (c.hidden_size % c.num_heads != 0) {
+    return InvalidArgumentError(f.path() + ": " + p + "attention.head_count (" +
+                                std::to_string(c.num_heads) + ") does not divide " + p +
+                                "embedding_length (" + std::to_string(c.hidden_size) + ")");
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return InvalidArgumentError(f.path() + ": " + p + "attention.head_count_kv (" +
+                                std::to_string(c.num_kv_heads) + ") does not divide head_count (" +
+                                std::to_string(c.num_heads) + ")");
+  }
+  c.head_dim = c.hidden_size / c.num_heads;
+  c.rope_dim = c.head_dim;
+  if (f.Find(p + "rope.dimension_count")) {
+    UNMASK_ASSIGN_OR_RETURN(c.rope_dim, GetPositive(f, p + "rope.dimension_count"));
+    if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+      return InvalidArgumentError(f.path() + ": " + p + "rope.dimension_count (" +
+                                  std::to_string(c.rope_dim) +
+                                  ") must be even and at most the head size (" +
+                                  std::to_string(c.head_dim) + ")");
+    }
+  }
+  if (f.Find("diffusion.shift_logits")) {
+    UNMASK_ASSIGN_OR_RETURN(c.shift_logits, f.GetBool("diffusion.shift_logits"));
+  }
+  if (c.shift_logits) {
+    return UnimplementedError(f.path() + ": diffusion.shift_logits = true is not supported for '" +
+                              c.architecture + "'");
+  }
+  if (f.Find(p + "attention.causal")) {
+    UNMASK_ASSIGN_OR_RETURN(bool causal, f.GetBool(p + "attention.causal"));
+    if (causal != (c.attention == AttentionKind::kCausal)) {
+      return InvalidArgumentError(f.path() + ": " + p + "attention.causal = " +
+                                  (causal ? "true" : "false") + " contradicts the architecture");
+    }
+  }
+  // vocab_size and tied_output are filled from the tensors by the loader.
+  return c;
+}
+
+}  // namespace unmask

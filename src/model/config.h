@@ -1,0 +1,56 @@
+// Model hyper-parameters read from GGUF metadata (llama.cpp key names, LLAMACPP.md).
+#ifndef UNMASK_MODEL_CONFIG_H_
+#define UNMASK_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "format/gguf.h"
+#include "ops/rope.h"
+
+namespace unmask {
+
+// Whether position i may attend to position j > i. A property of the architecture (ARCHITECTURE.md):
+// LLaDA/Dream are bidirectional, Llama is causal.
+enum class AttentionKind { kCausal, kBidirectional };
+
+struct ModelConfig {
+  std::string architecture;  // general.architecture, e.g. "llada"
+  std::string name;          // general.name ("" when absent)
+  int64_t vocab_size = 0;      // rows of token_embd
+  int64_t hidden_size = 0;     // <arch>.embedding_length
+  int64_t num_layers = 0;      // <arch>.block_count
+  int64_t num_heads = 0;       // <arch>.attention.head_count
+  int64_t num_kv_heads = 0;    // <arch>.attention.head_count_kv (defaults to num_heads)
+  int64_t head_dim = 0;        // hidden_size / num_heads
+  int64_t ffn_size = 0;        // <arch>.feed_forward_length
+  int64_t context_length = 0;  // <arch>.context_length: longest canvas (prompt + generation)
+  float rms_eps = 1e-5f;       // <arch>.attention.layer_norm_rms_epsilon
+  double rope_base = 10000.0;  // <arch>.rope.freq_base
+  int64_t rope_dim = 0;        // <arch>.rope.dimension_count (defaults to head_dim)
+  RopeLayout rope_layout = RopeLayout::kInterleaved;
+  AttentionKind attention = AttentionKind::kBidirectional;
+  // diffusion.shift_logits: position p is predicted by output row p-1 (Dream); false for LLaDA.
+  bool shift_logits = false;
+  bool tied_output = false;  // no output.weight: the output projection reuses token_embd
+
+  bool is_diffusion() const { return attention == AttentionKind::kBidirectional; }
+  // Parameters of the weights (embedding counted once when tied).
+  int64_t NumParameters() const;
+  // FLOPs (2 per multiply-accumulate) of one forward of ONE sequence of `num_positions` positions
+  // with logits for `num_logit_rows` of them. prune_last_layer: the last layer computes queries,
+  // attention output and FFN only for the logit rows (keys/values for all), as TransformerModel
+  // does for bidirectional models. Attention counts every query-key pair it computes (causal: the
+  // lower triangle). Elementwise ops (norms, RoPE, softmax) are not counted.
+  double ForwardFlops(int64_t num_positions, int64_t num_logit_rows, bool prune_last_layer) const;
+};
+
+// Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama").
+// Errors: NotFound naming a missing required key; InvalidArgument naming an inconsistent value
+// (e.g. head_count not dividing embedding_length, head_count_kv not dividing head_count).
+StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);
+
+}  // namespace unmask
+
+#endif  // UNMASK_MODEL_CONFIG_H_

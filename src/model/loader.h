@@ -1,0 +1,38 @@
+// Loads a model and its tokenizer from a GGUF file.
+#ifndef UNMASK_MODEL_LOADER_H_
+#define UNMASK_MODEL_LOADER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "ops/linear.h"
+#include "tokenizer/tokenizer.h"
+
+namespace unmask {
+
+struct LoadOptions {
+  // kAuto: f32-packed weights when their f32 size fits in half of physical memory, else kept in
+  // the file's dtype (kOnTheFly).
+  WeightMode weight_mode = WeightMode::kAuto;
+  // Called as tensors are prepared: (done, total).
+  std::function<void(int, int)> progress;
+};
+
+struct LoadedModel {
+  std::shared_ptr<const gguf::GgufFile> file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  WeightMode weight_mode = WeightMode::kPackedF32;  // the mode actually used
+};
+
+// Errors: those of GgufFile::Open, ReadModelConfig, Tokenizer::FromGguf and model creation, each
+// naming the file; FailedPrecondition when a diffusion model has no mask token.
+StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
+
+}  // namespace unmask
+
+#endif  // UNMASK_MODEL_LOADER_H_

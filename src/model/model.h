@@ -1,0 +1,82 @@
+// The model interface: weights + forward pass, no request state (ARCHITECTURE.md "Main interfaces").
+// A model knows nothing about how tokens are chosen; which positions are fed and which rows need
+// logits is the decoder's plan.
+#ifndef UNMASK_MODEL_MODEL_H_
+#define UNMASK_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace unmask {
+
+// One sequence of a forward batch. Sequences never attend to each other.
+struct SequenceInput {
+  std::span<const int32_t> tokens;      // [num_positions] token ids
+  int32_t pos0 = 0;                     // absolute position of tokens[0] (RoPE)
+  std::span<const int32_t> logit_rows;  // ascending indices into tokens whose logits are wanted
+};
+
+struct BatchPlan {
+  std::vector<SequenceInput> sequences;
+
+  int64_t num_positions() const;
+  int64_t num_logit_rows() const;
+};
+
+// Scratch buffers of a forward pass. Grown by Reserve (never inside the layer loop); one Workspace
+// per concurrent caller.
+class Workspace {
+ public:
+  // Makes room for `num_positions` positions in total and `num_logit_rows` logit rows.
+  void Reserve(const ModelConfig& config, int64_t num_positions, int64_t num_logit_rows);
+  int64_t capacity() const { return capacity_; }
+
+  Tensor hidden;     // [positions, hidden]        residual stream
+  Tensor normed;     // [positions, hidden]        RMSNorm output
+  Tensor q;          // [positions, heads * head_dim]
+  Tensor k;          // [positions, kv_heads * head_dim]
+  Tensor v;          // [positions, kv_heads * head_dim]
+  Tensor attn;       // [positions, heads * head_dim]
+  Tensor proj;       // [positions, hidden]        attention / FFN output projection
+  Tensor gate_up;    // [positions, 2 * ffn]
+  Tensor ffn;        // [positions, ffn]
+  Tensor last_hidden;  // [logit rows, hidden]     rows kept for the last layer and logits
+  Tensor last_normed;  // [logit rows, hidden]
+
+ private:
+  int64_t capacity_ = 0;
+  int64_t logit_capacity_ = 0;
+};
+
+// Work done by one Forward call.
+struct ForwardStats {
+  int64_t num_positions = 0;
+  int64_t num_logit_rows = 0;
+  double flops = 0;  // 2 per multiply-accumulate, from ModelConfig::ForwardFlops
+  double ms = 0;     // wall time
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+
+  // Runs the batch and writes logits [plan.num_logit_rows(), vocab] f32, sequence-major in plan
+  // order. Thread-compatible: concurrent calls need separate Workspaces.
+  // Errors: InvalidArgument for a token id outside the vocabulary, a position beyond the context,
+  // unsorted/out-of-range logit rows, or a logits tensor of the wrong shape.
+  virtual Status Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
+                         ForwardStats* stats) const = 0;
+
+  // Bytes of weights resident in memory (packed copies plus mmap'd data in use).
+  virtual size_t weight_bytes() const = 0;
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_MODEL_MODEL_H_

@@ -1,0 +1,307 @@
+#include "model/transformer.h"
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/convert.h"
+#include "ops/norm.h"
+
+namespace unmask {
+namespace {
+
+// Rows [begin, begin + n) of a 2-D tensor as a [n, cols] view.
+TensorView Rows(const Tensor& t, int64_t begin, int64_t n) {
+  const int64_t cols = t.shape()[1];
+  return TensorView{t.as<float>() + begin * cols, DType::kF32, Shape{n, cols}};
+}
+// The same rows seen as [n, heads, head_dim].
+TensorView Heads(const Tensor& t, int64_t begin, int64_t n, int64_t heads) {
+  const int64_t cols = t.shape()[1];
+  return TensorView{t.as<float>() + begin * cols, DType::kF32, Shape{n, heads, cols / heads}};
+}
+
+// Looks up a tensor and checks its row-major shape (GGUF stores dims innermost first).
+StatusOr<TensorView> GetTensor(const gguf::GgufFile& f, const std::string& name,
+                               std::initializer_list<int64_t> shape) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  if (t == nullptr) return NotFoundError(f.path() + ": missing tensor '" + name + "'");
+  const std::vector<int64_t> expected(shape);
+  std::vector<int64_t> row_major(t->dims.rbegin(), t->dims.rend());
+  // GGUF writers may keep trailing 1-sized dims; ignore leading 1s of the row-major shape.
+  while (row_major.size() > expected.size() && row_major.front() == 1) {
+    row_major.erase(row_major.begin());
+  }
+  if (row_major != expected) {
+    std::string want = "[";
+    for (size_t i = 0; i < expected.size(); ++i) {
+      want += (i ? ", " : "") + std::to_string(expected[i]);
+    }
+    want += "]";
+    return InvalidArgumentError(f.path() + ": tensor '" + name + "' has shape " +
+                                t->ShapeString() + ", expected " + want);
+  }
+  const auto dtype = gguf::ToDType(t->type);
+  const bool ok = dtype && (*dtype == DType::kF32 || *dtype == DType::kF16 ||
+                            *dtype == DType::kBF16 || *dtype == DType::kQ8_0);
+  if (!ok) {
+    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
+    return UnimplementedError(f.path() + ": tensor '" + name + "' has type " +
+                              std::string(info ? info->name : "unknown") +
+                              "; supported: f32, f16, bf16, q8_0");
+  }
+  TensorView v;
+  v.data = const_cast<uint8_t*>(t->data);  // read-only mapping; never written through
+  v.dtype = *dtype;
+  v.shape = expected.size() == 1 ? Shape{expected[0]} : Shape{expected[0], expected[1]};
+  return v;
+}
+
+StatusOr<std::vector<float>> GetVector(const gguf::GgufFile& f, const std::string& name,
+                                       int64_t n) {
+  UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {n}));
+  std::vector<float> out(static_cast<size_t>(n));
+  UNMASK_RETURN_IF_ERROR(ConvertRowToF32(t.dtype, t.data, n, out.data()).WithContext(name));
+  return out;
+}
+
+StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& name, int64_t rows,
+                                 int64_t cols, WeightMode mode) {
+  UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {rows, cols}));
+  auto w = LinearWeight::Prepare(std::span<const TensorView>(&t, 1), mode);
+  if (!w.ok()) return w.status().WithContext(f.path() + ": tensor '" + name + "'");
+  return w;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
+    std::shared_ptr<const gguf::GgufFile> file, ModelConfig config, WeightMode mode,
+    const std::function<void(int, int)>& progress) {
+  std::unique_ptr<TransformerModel> m(new TransformerModel());
+  const gguf::GgufFile& f = *file;
+  m->file_ = std::move(file);
+  ModelConfig& c = config;
+
+  const gguf::TensorInfo* embd = f.FindTensor("token_embd.weight");
+  if (embd == nullptr) return NotFoundError(f.path() + ": missing tensor 'token_embd.weight'");
+  if (embd->dims.size() != 2) {
+    return InvalidArgumentError(f.path() + ": tensor 'token_embd.weight' must be 2-D, has shape " +
+                                embd->ShapeString());
+  }
+  c.vocab_size = embd->dims[1];
+  c.tied_output = f.FindTensor("output.weight") == nullptr;
+  const int64_t d = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  UNMASK_ASSIGN_OR_RETURN(m->token_embd_, GetTensor(f, "token_embd.weight", {c.vocab_size, d}));
+
+  const int total = static_cast<int>(c.num_layers) * 7 + 2;
+  int done = 0;
+  auto tick = [&]() {
+    if (progress) progress(++done, total);
+  };
+  m->layers_.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    TransformerLayer& L = m->layers_[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    UNMASK_ASSIGN_OR_RETURN(L.attn_norm, GetVector(f, p + "attn_norm.weight", d));
+    UNMASK_ASSIGN_OR_RETURN(L.ffn_norm, GetVector(f, p + "ffn_norm.weight", d));
+    tick();
+    UNMASK_ASSIGN_OR_RETURN(L.wq, GetLinear(f, p + "attn_q.weight", q, d, mode));
+    tick();
+    UNMASK_ASSIGN_OR_RETURN(L.wk, GetLinear(f, p + "attn_k.weight", kv, d, mode));
+    tick();
+    UNMASK_ASSIGN_OR_RETURN(L.wv, GetLinear(f, p + "attn_v.weight", kv, d, mode));
+    tick();
+    UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode));
+    tick();
+    UNMASK_ASSIGN_OR_RETURN(TensorView gate, GetTensor(f, p + "ffn_gate.weight", {c.ffn_size, d}));
+    UNMASK_ASSIGN_OR_RETURN(TensorView up, GetTensor(f, p + "ffn_up.weight", {c.ffn_size, d}));
+    const TensorView parts[2] = {gate, up};
+    auto gate_up = LinearWeight::Prepare(parts, mode);
+    if (!gate_up.ok()) return gate_up.status().WithContext(f.path() + ": " + p + "ffn_gate/ffn_up");
+    L.gate_up = std::move(gate_up).value();
+    tick();
+    UNMASK_ASSIGN_OR_RETURN(L.down, GetLinear(f, p + "ffn_down.weight", d, c.ffn_size, mode));
+    tick();
+  }
+  UNMASK_ASSIGN_OR_RETURN(m->output_norm_, GetVector(f, "output_norm.weight", d));
+  tick();
+  if (c.tied_output) {
+    auto out = LinearWeight::Prepare(std::span<const TensorView>(&m->token_embd_, 1), mode);
+    if (!out.ok()) return out.status().WithContext(f.path() + ": tied output (token_embd.weight)");
+    m->output_ = std::move(out).value();
+  } else {
+    UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode));
+  }
+  tick();
+  UNMASK_ASSIGN_OR_RETURN(m->rope_, RopeTable::Create(c.rope_dim, c.rope_base, c.context_length));
+
+  size_t bytes = m->output_.owned_bytes();
+  for (const TransformerLayer& L : m->layers_) {
+    bytes += L.wq.owned_bytes() + L.wk.owned_bytes() + L.wv.owned_bytes() + L.wo.owned_bytes() +
+             L.gate_up.owned_bytes() + L.down.owned_bytes();
+  }
+  if (mode == WeightMode::kOnTheFly) bytes += f.file_size();
+  m->weight_bytes_ = bytes;
+  m->config_ = std::move(config);
+  return m;
+}
+
+Status TransformerModel::ValidatePlan(const BatchPlan& plan, const TensorView& logits) const {
+  const ModelConfig& c = config_;
+  for (size_t s = 0; s < plan.sequences.size(); ++s) {
+    const SequenceInput& seq = plan.sequences[s];
+    const int64_t n = static_cast<int64_t>(seq.tokens.size());
+    const std::string where = "sequence " + std::to_string(s);
+    if (seq.pos0 < 0 || seq.pos0 + n > c.context_length) {
+      return InvalidArgumentError(where + ": positions [" + std::to_string(seq.pos0) + ", " +
+                                  std::to_string(seq.pos0 + n) + ") exceed the context length " +
+                                  std::to_string(c.context_length));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t id = seq.tokens[static_cast<size_t>(i)];
+      if (id < 0 || id >= c.vocab_size) {
+        return InvalidArgumentError(where + ": token id " + std::to_string(id) + " at index " +
+                                    std::to_string(i) + " is outside the vocabulary [0, " +
+                                    std::to_string(c.vocab_size) + ")");
+      }
+    }
+    int32_t prev = -1;
+    for (int32_t r : seq.logit_rows) {
+      if (r <= prev || r >= n) {
+        return InvalidArgumentError(where + ": logit rows must be ascending indices in [0, " +
+                                    std::to_string(n) + "), got " + std::to_string(r));
+      }
+      prev = r;
+    }
+  }
+  const int64_t rows = plan.num_logit_rows();
+  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
+      logits.shape[1] != c.vocab_size) {
+    return InvalidArgumentError("logits must be f32 [" + std::to_string(rows) + ", " +
+                                std::to_string(c.vocab_size) + "], got " + logits.shape.ToString());
+  }
+  return Status::Ok();
+}
+
+Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
+                                 ForwardStats* stats) const {
+  const auto start = std::chrono::steady_clock::now();
+  UNMASK_RETURN_IF_ERROR(ValidatePlan(plan, logits));
+  const ModelConfig& c = config_;
+  const int64_t total = plan.num_positions();
+  const int64_t num_rows = plan.num_logit_rows();
+  if (total == 0) return Status::Ok();
+  ws.Reserve(c, total, num_rows);
+
+  // Flattened ids and absolute positions of every fed position; positions of the logit rows.
+  std::vector<int32_t> ids, positions, row_positions;
+  std::vector<int64_t> offsets, row_offsets;  // per sequence: first position / first logit row
+  ids.reserve(static_cast<size_t>(total));
+  positions.reserve(static_cast<size_t>(total));
+  row_positions.reserve(static_cast<size_t>(num_rows));
+  for (const SequenceInput& seq : plan.sequences) {
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+    row_offsets.push_back(static_cast<int64_t>(row_positions.size()));
+    for (size_t i = 0; i < seq.tokens.size(); ++i) {
+      ids.push_back(seq.tokens[i]);
+      positions.push_back(seq.pos0 + static_cast<int32_t>(i));
+    }
+    for (int32_t r : seq.logit_rows) row_positions.push_back(seq.pos0 + r);
+  }
+
+  const bool bidirectional = c.attention == AttentionKind::kBidirectional;
+  AttentionParams attn_params;
+  attn_params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  attn_params.mask = bidirectional ? AttentionMask::kNone : AttentionMask::kCausal;
+  const int64_t h = c.num_heads, hkv = c.num_kv_heads;
+
+  UNMASK_RETURN_IF_ERROR(GetRows(token_embd_, ids, Rows(ws.hidden, 0, total)));
+
+  // Copies the logit rows of `src` [total, hidden] into `dst` [num_rows, hidden].
+  auto gather_rows = [&](const Tensor& src, const Tensor& dst) {
+    const int64_t d = c.hidden_size;
+    int64_t j = 0;
+    for (size_t s = 0; s < plan.sequences.size(); ++s) {
+      for (int32_t r : plan.sequences[s].logit_rows) {
+        std::copy_n(src.as<float>() + (offsets[s] + r) * d, d, dst.as<float>() + j * d);
+        ++j;
+      }
+    }
+  };
+
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const TransformerLayer& L = layers_[static_cast<size_t>(l)];
+    // In a bidirectional model the last layer only needs queries (and everything after
+    // attention) at the logit rows; keys and values are needed everywhere.
+    const bool prune = bidirectional && l == c.num_layers - 1;
+    const TensorView attn_norm{const_cast<float*>(L.attn_norm.data()), DType::kF32,
+                               Shape{c.hidden_size}};
+    const TensorView ffn_norm{const_cast<float*>(L.ffn_norm.data()), DType::kF32,
+                              Shape{c.hidden_size}};
+    UNMASK_RETURN_IF_ERROR(
+        RmsNorm(Rows(ws.hidden, 0, total), attn_norm, c.rms_eps, Rows(ws.normed, 0, total)));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wk, Rows(ws.k, 0, total)));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
+    UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.k, 0, total, hkv), positions, rope_, c.rope_layout));
+
+    // The rows that continue through this layer: all positions, or the logit rows when pruning.
+    const Tensor& resid = prune ? ws.last_hidden : ws.hidden;
+    const Tensor& normed = prune ? ws.last_normed : ws.normed;
+    const int64_t n = prune ? num_rows : total;
+    const std::vector<int32_t>& q_positions = prune ? row_positions : positions;
+    const std::vector<int64_t>& q_offsets = prune ? row_offsets : offsets;
+    if (prune) {
+      gather_rows(ws.hidden, ws.last_hidden);
+      gather_rows(ws.normed, ws.last_normed);
+    }
+    if (n > 0) {
+      UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.wq, Rows(ws.q, 0, n)));
+      UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.q, 0, n, h), q_positions, rope_, c.rope_layout));
+    }
+    for (size_t s = 0; s < plan.sequences.size(); ++s) {
+      const SequenceInput& seq = plan.sequences[s];
+      const int64_t len = static_cast<int64_t>(seq.tokens.size());
+      const int64_t q_len = prune ? static_cast<int64_t>(seq.logit_rows.size()) : len;
+      if (q_len == 0) continue;
+      UNMASK_RETURN_IF_ERROR(Attention(Heads(ws.q, q_offsets[s], q_len, h),
+                                       Heads(ws.k, offsets[s], len, hkv),
+                                       Heads(ws.v, offsets[s], len, hkv), attn_params,
+                                       Heads(ws.attn, q_offsets[s], q_len, h)));
+    }
+    if (n == 0) continue;
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.attn, 0, n), L.wo, Rows(ws.proj, 0, n)));
+    UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
+    UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(resid, 0, n), ffn_norm, c.rms_eps, Rows(normed, 0, n)));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.gate_up, Rows(ws.gate_up, 0, n)));
+    UNMASK_RETURN_IF_ERROR(SwiGlu(Rows(ws.gate_up, 0, n), Rows(ws.ffn, 0, n)));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.ffn, 0, n), L.down, Rows(ws.proj, 0, n)));
+    UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
+  }
+  if (!bidirectional) gather_rows(ws.hidden, ws.last_hidden);
+
+  if (num_rows > 0) {
+    const TensorView out_norm{const_cast<float*>(output_norm_.data()), DType::kF32,
+                              Shape{c.hidden_size}};
+    UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(ws.last_hidden, 0, num_rows), out_norm, c.rms_eps,
+                                   Rows(ws.last_normed, 0, num_rows)));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.last_normed, 0, num_rows), output_, logits));
+  }
+
+  if (stats != nullptr) {
+    stats->num_positions = total;
+    stats->num_logit_rows = num_rows;
+    stats->flops = 0;
+    for (const SequenceInput& seq : plan.sequences) {
+      stats->flops += c.ForwardFlops(static_cast<int64_t>(seq.tokens.size()),
+                                     static_cast<int64_t>(seq.logit_rows.size()), bidirectional);
+    }
+    stats->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+  }
+  return Status::Ok();
+}
+
+}  // namespace unmask

@@ -1,0 +1,62 @@
+// The llama-family transformer shared by "llada" (bidirectional) and, later, "llama" (causal):
+// pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN, no biases, final RMSNorm and an
+// output projection (tied to the token embedding when output.weight is absent).
+// LLaDA: NVlabs/Fast-dLLM llada/model/modeling_llada.py; GGUF naming: llama.cpp src/models/llada.cpp.
+#ifndef UNMASK_MODEL_TRANSFORMER_H_
+#define UNMASK_MODEL_TRANSFORMER_H_
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "ops/linear.h"
+#include "ops/rope.h"
+
+namespace unmask {
+
+struct TransformerLayer {
+  std::vector<float> attn_norm;  // [hidden]
+  LinearWeight wq;               // [heads * head_dim, hidden]
+  LinearWeight wk;               // [kv_heads * head_dim, hidden]
+  LinearWeight wv;               // [kv_heads * head_dim, hidden]
+  LinearWeight wo;               // [hidden, heads * head_dim]
+  std::vector<float> ffn_norm;   // [hidden]
+  LinearWeight gate_up;          // [2 * ffn, hidden]: ffn_gate rows then ffn_up rows
+  LinearWeight down;             // [hidden, ffn]
+};
+
+class TransformerModel final : public Model {
+ public:
+  // Builds the model from an opened GGUF (kept alive by `file`: the embedding and on-the-fly
+  // weights point into its mapping). `progress(done, total)` is called once per prepared tensor.
+  // Errors: NotFound naming a missing tensor; InvalidArgument naming a tensor whose shape or dtype
+  // does not match the hyper-parameters.
+  static StatusOr<std::unique_ptr<TransformerModel>> Create(
+      std::shared_ptr<const gguf::GgufFile> file, ModelConfig config, WeightMode mode,
+      const std::function<void(int, int)>& progress);
+
+  const ModelConfig& config() const override { return config_; }
+  Status Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
+                 ForwardStats* stats) const override;
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+ private:
+  TransformerModel() = default;
+  Status ValidatePlan(const BatchPlan& plan, const TensorView& logits) const;
+
+  std::shared_ptr<const gguf::GgufFile> file_;
+  ModelConfig config_;
+  TensorView token_embd_;          // [vocab, hidden] in the stored dtype (mmap'd)
+  std::vector<TransformerLayer> layers_;
+  std::vector<float> output_norm_;  // [hidden]
+  LinearWeight output_;             // [vocab, hidden]
+  RopeTable rope_;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_MODEL_TRANSFORMER_H_

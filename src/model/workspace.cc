@@ -1,0 +1,41 @@
+#include <algorithm>
+
+#include "model/model.h"
+
+namespace unmask {
+
+int64_t BatchPlan::num_positions() const {
+  int64_t n = 0;
+  for (const SequenceInput& s : sequences) n += static_cast<int64_t>(s.tokens.size());
+  return n;
+}
+
+int64_t BatchPlan::num_logit_rows() const {
+  int64_t n = 0;
+  for (const SequenceInput& s : sequences) n += static_cast<int64_t>(s.logit_rows.size());
+  return n;
+}
+
+void Workspace::Reserve(const ModelConfig& c, int64_t num_positions, int64_t num_logit_rows) {
+  if (num_positions > capacity_) {
+    const int64_t n = std::max<int64_t>(num_positions, 1);
+    hidden = Tensor(DType::kF32, {n, c.hidden_size});
+    normed = Tensor(DType::kF32, {n, c.hidden_size});
+    q = Tensor(DType::kF32, {n, c.num_heads * c.head_dim});
+    k = Tensor(DType::kF32, {n, c.num_kv_heads * c.head_dim});
+    v = Tensor(DType::kF32, {n, c.num_kv_heads * c.head_dim});
+    attn = Tensor(DType::kF32, {n, c.num_heads * c.head_dim});
+    proj = Tensor(DType::kF32, {n, c.hidden_size});
+    gate_up = Tensor(DType::kF32, {n, 2 * c.ffn_size});
+    ffn = Tensor(DType::kF32, {n, c.ffn_size});
+    capacity_ = n;
+  }
+  if (num_logit_rows > logit_capacity_) {
+    const int64_t n = std::max<int64_t>(num_logit_rows, 1);
+    last_hidden = Tensor(DType::kF32, {n, c.hidden_size});
+    last_normed = Tensor(DType::kF32, {n, c.hidden_size});
+    logit_capacity_ = n;
+  }
+}
+
+}  // namespace unmask

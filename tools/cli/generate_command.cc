@@ -1,0 +1,215 @@
+#include "cli/generate_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/terminal.h"
+#include "core/parallel.h"
+#include "decode/decoder_diffusion.h"
+#include "engine/generate.h"
+
+namespace unmask::tools {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "unmask generate: error: %s\n", s.message().c_str());
+  return 1;
+}
+
+// Parses "1,2,3" (spaces allowed). InvalidArgument naming the bad item.
+StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    const size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
+    item = a == std::string::npos ? "" : item.substr(a, b - a + 1);
+    char* stop = nullptr;
+    errno = 0;
+    const long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
+      return InvalidArgumentError("--prompt-ids: '" + item +
+                                  "' is not a token id (expected a comma-separated list of "
+                                  "non-negative integers such as 1,2,3)");
+    }
+    ids.push_back(static_cast<int32_t>(v));
+    start = end + 1;
+  }
+  return ids;
+}
+
+// The generated part of the canvas for --visual: masks dimmed, special tokens dimmed by name.
+std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok) {
+  std::string out;
+  const int32_t mask = dec.token_ids().mask;
+  for (int32_t id : dec.generated()) {
+    if (id == mask) {
+      out += StyleDim() + "\u2591" + StyleReset();
+    } else if (tok.IsControl(id)) {
+      out += StyleDim() + std::string(tok.TokenText(id)) + StyleReset();
+    } else {
+      const int32_t one[1] = {id};
+      out += tok.Decode(one, false);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void GenerateCommand::AddTo(CLI::App& app) {
+  model.AddTo(app);
+  app.add_option("-p,--prompt", prompt, "prompt text (tokenized with the model's tokenizer)");
+  app.add_option("--prompt-ids", prompt_ids,
+                 "prompt as token ids, e.g. 1,2,3 (bypasses the tokenizer and the chat template)")
+      ->excludes("--prompt")
+      ->type_name("IDS");
+  diffusion.AddTo(app);
+  auto* chat_flag = app.add_flag("--chat", chat,
+                                 "wrap the prompt in the model's chat template as one user "
+                                 "message (default when the GGUF has a template)");
+  app.add_flag("--no-chat", no_chat, "use the prompt as it is, without the chat template")
+      ->excludes(chat_flag);
+  app.add_flag("--json", json,
+               "print one JSON object on stdout: text, prompt_ids, output_ids, nfe, "
+               "tokens_per_second, timings (ms), ...");
+  app.add_flag("--visual", visual, "redraw the canvas on stderr as it denoises (masks shown as \u2591)");
+}
+
+int GenerateCommand::Run() const {
+  if (prompt.empty() && prompt_ids.empty()) {
+    return Fail(InvalidArgumentError("no prompt: give one with -p TEXT or --prompt-ids 1,2,3"));
+  }
+  auto params_or = diffusion.Resolve();
+  if (!params_or.ok()) return Fail(params_or.status());
+  const DiffusionParams params = *params_or;
+  if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
+  auto mode = model.weight_mode();
+  if (!mode.ok()) return Fail(mode.status());
+
+  const auto load_start = std::chrono::steady_clock::now();
+  const std::string path = model.model.empty() ? DefaultModelPath() : model.model;
+  auto loaded_or = LoadModelWithProgress(path, *mode);
+  if (!loaded_or.ok()) return Fail(loaded_or.status());
+  LoadedModel& loaded = *loaded_or;
+  const double load_ms = MsSince(load_start);
+  const Model& m = *loaded.model;
+  const Tokenizer& tok = *loaded.tokenizer;
+  if (!m.config().is_diffusion()) {
+    return Fail(UnimplementedError("'" + m.config().architecture +
+                                   "' is not a diffusion model; autoregressive generation is not "
+                                   "implemented yet"));
+  }
+
+  // Prompt ids: given directly, or text (optionally through the chat template).
+  const auto tok_start = std::chrono::steady_clock::now();
+  std::vector<int32_t> ids;
+  bool used_chat = false;
+  if (!prompt_ids.empty()) {
+    auto parsed = ParseIds(prompt_ids);
+    if (!parsed.ok()) return Fail(parsed.status());
+    ids = *std::move(parsed);
+  } else {
+    const bool has_template = !tok.chat_template().empty();
+    if (chat && !has_template) {
+      return Fail(FailedPreconditionError("--chat: the model has no chat template "
+                                          "(tokenizer.chat_template); use --no-chat"));
+    }
+    used_chat = chat || (has_template && !no_chat);
+    std::string text = prompt;
+    if (used_chat) {
+      const ChatMessage msg{"user", prompt};
+      auto rendered = tok.ApplyChatTemplate(std::span<const ChatMessage>(&msg, 1), true);
+      if (!rendered.ok()) return Fail(rendered.status().WithContext("chat template"));
+      text = *std::move(rendered);
+    }
+    // The template writes BOS itself when the model wants one; do not add a second.
+    const int32_t bos = tok.special().bos;
+    const bool starts_with_bos =
+        bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
+    ids = tok.Encode(text, !(used_chat && starts_with_bos), used_chat);
+  }
+  const double tokenize_ms = MsSince(tok_start);
+
+  DiffusionTokenIds dids{tok.special().mask, tok.special().eos, tok.special().eot};
+  auto dec_or = DiffusionDecoder::Create(params, dids, ids, m.config().context_length,
+                                         m.config().vocab_size);
+  if (!dec_or.ok()) return Fail(dec_or.status());
+  DiffusionDecoder& dec = *dec_or;
+
+  Workspace ws;
+  ProgressLine progress("generating");
+  LiveBlock live;
+  const auto gen_start = std::chrono::steady_clock::now();
+  auto on_step = [&](const DiffusionDecoder& d, const DiffusionStepResult& r) {
+    const double secs = MsSince(gen_start) / 1000.0;
+    const int64_t committed = params.gen_length - d.num_masked();
+    char info[160];
+    std::snprintf(info, sizeof(info), "step %lld/%lld  block %lld/%lld  %.2f tokens/s",
+                  static_cast<long long>(r.step + 1), static_cast<long long>(params.steps),
+                  static_cast<long long>(r.block + 1),
+                  static_cast<long long>(params.num_blocks()),
+                  secs > 0 ? static_cast<double>(committed) / secs : 0.0);
+    if (visual) {
+      live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" + RenderCanvas(d, tok));
+    } else {
+      progress.Update(r.step + 1, params.steps, info);
+    }
+  };
+  auto stats_or = RunDiffusion(m, dec, ws, on_step);
+  progress.Finish();
+  if (!stats_or.ok()) return Fail(stats_or.status());
+  const GenerationStats& stats = *stats_or;
+
+  const std::vector<int32_t> output(dec.generated().begin(), dec.generated().end());
+  const std::string text = tok.Decode(output, /*skip_special=*/true);
+  if (json) {
+    nlohmann::json j;
+    j["text"] = text;
+    j["prompt_ids"] = ids;
+    j["output_ids"] = output;
+    j["nfe"] = stats.nfe;
+    j["tokens_per_second"] = stats.tokens_per_second();
+    j["tokens_per_forward"] = stats.tokens_per_forward();
+    j["gflops_per_second"] = stats.gflops_per_second();
+    j["timings"] = {{"load_ms", load_ms},         {"tokenize_ms", tokenize_ms},
+                    {"generate_ms", stats.total_ms}, {"forward_ms", stats.forward_ms},
+                    {"decode_ms", stats.decode_ms}};
+    j["model"] = {{"path", path},
+                  {"architecture", m.config().architecture},
+                  {"parameters", m.config().NumParameters()}};
+    j["params"] = {{"gen_length", params.gen_length},
+                   {"steps", params.steps},
+                   {"block_length", params.block_length},
+                   {"temperature", params.temperature},
+                   {"cfg_scale", params.cfg_scale},
+                   {"remasking", std::string(RemaskingName(params.remasking))},
+                   {"logits_eos_inf", params.logits_eos_inf},
+                   {"confidence_eos_eot_inf", params.confidence_eos_eot_inf},
+                   {"seed", params.seed},
+                   {"chat", used_chat}};
+    j["backend"] = cpu::DescribeCpuBackend();
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s\n", text.c_str());
+    std::fprintf(stderr,
+                 "%lld tokens in %.2f s: %.2f tokens/s | %lld forwards (%.2f tokens/forward) | "
+                 "forward %.0f GFLOP/s | %s\n",
+                 static_cast<long long>(stats.generated_tokens), stats.total_ms / 1000.0,
+                 stats.tokens_per_second(), static_cast<long long>(stats.nfe),
+                 stats.tokens_per_forward(), stats.gflops_per_second(),
+                 cpu::DescribeCpuBackend().c_str());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace unmask::tools

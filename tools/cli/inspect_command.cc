@@ -1,0 +1,133 @@
+#include "cli/inspect_command.h"
+
+#include <cstdio>
+#include <map>
+
+#include "format/gguf.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "unmask inspect: error: %s\n", s.message().c_str());
+  return 1;
+}
+
+std::string Human(double n) {
+  const char* units[] = {"", "K", "M", "B", "T"};
+  int u = 0;
+  while (n >= 1000 && u < 4) {
+    n /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.2f%s" : "%.0f%s", n, units[u]);
+  return buf;
+}
+
+void PrintToken(const Tokenizer& tok, const char* name, int32_t id) {
+  if (id < 0) {
+    std::printf("  %-6s (none)\n", name);
+  } else {
+    std::printf("  %-6s %d '%s'\n", name, id, std::string(tok.TokenText(id)).c_str());
+  }
+}
+
+}  // namespace
+
+void InspectCommand::AddTo(CLI::App& app) {
+  app.add_option("model", path, "GGUF file")->required()->type_name("MODEL.gguf");
+  app.add_flag("--metadata", metadata, "also list every metadata key and value");
+  app.add_flag("--no-tensors", no_tensors, "do not list the tensors");
+}
+
+int InspectCommand::Run() const {
+  auto file_or = gguf::GgufFile::Open(path);
+  if (!file_or.ok()) return Fail(file_or.status());
+  const gguf::GgufFile& f = **file_or;
+  std::printf("file: %s\n  GGUF v%u, %zu metadata keys, %zu tensors, %.1f MiB, alignment %llu\n",
+              path.c_str(), f.version(), f.metadata().size(), f.tensors().size(),
+              static_cast<double>(f.file_size()) / (1 << 20),
+              static_cast<unsigned long long>(f.alignment()));
+
+  auto config_or = ReadModelConfig(f);
+  if (config_or.ok()) {
+    ModelConfig c = *config_or;
+    if (const auto* e = f.FindTensor("token_embd.weight"); e && e->dims.size() == 2) {
+      c.vocab_size = e->dims[1];
+    }
+    c.tied_output = f.FindTensor("output.weight") == nullptr;
+    std::printf("architecture: %s%s%s\n", c.architecture.c_str(), c.name.empty() ? "" : "  name: ",
+                c.name.c_str());
+    std::printf("  attention %s, %s\n",
+                c.attention == AttentionKind::kBidirectional ? "bidirectional (diffusion)"
+                                                             : "causal (autoregressive)",
+                c.tied_output ? "output tied to token_embd" : "separate output weight");
+    std::printf("  hidden %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, ffn %lld\n",
+                static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_layers),
+                static_cast<long long>(c.num_heads), static_cast<long long>(c.num_kv_heads),
+                static_cast<long long>(c.head_dim), static_cast<long long>(c.ffn_size));
+    std::printf("  vocab %lld, context %lld, rms eps %g, rope base %g, rope dim %lld (%s)\n",
+                static_cast<long long>(c.vocab_size), static_cast<long long>(c.context_length),
+                static_cast<double>(c.rms_eps), c.rope_base, static_cast<long long>(c.rope_dim),
+                c.rope_layout == RopeLayout::kInterleaved ? "interleaved" : "neox");
+    std::printf("  parameters %s (%lld)\n", Human(static_cast<double>(c.NumParameters())).c_str(),
+                static_cast<long long>(c.NumParameters()));
+  } else {
+    std::printf("architecture: not runnable by unmask: %s\n",
+                config_or.status().message().c_str());
+  }
+
+  auto tok_or = Tokenizer::FromGguf(f);
+  if (tok_or.ok()) {
+    const Tokenizer& tok = **tok_or;
+    std::printf("tokenizer: %s%s%s, %d tokens, add_bos %s\n", std::string(tok.model_name()).c_str(),
+                tok.pre_name().empty() ? "" : " / pre ", std::string(tok.pre_name()).c_str(),
+                tok.vocab_size(), tok.special().add_bos ? "true" : "false");
+    PrintToken(tok, "bos", tok.special().bos);
+    PrintToken(tok, "eos", tok.special().eos);
+    PrintToken(tok, "eot", tok.special().eot);
+    PrintToken(tok, "pad", tok.special().pad);
+    PrintToken(tok, "mask", tok.special().mask);
+    std::printf("  chat template: %s\n",
+                tok.chat_template().empty()
+                    ? "(none)"
+                    : (std::to_string(tok.chat_template().size()) + " characters").c_str());
+  } else {
+    std::printf("tokenizer: unavailable: %s\n", tok_or.status().message().c_str());
+  }
+
+  if (metadata) {
+    std::printf("metadata:\n");
+    for (const gguf::MetadataEntry& e : f.metadata()) {
+      std::printf("  %s = %s\n", e.key.c_str(), e.value.ToString().c_str());
+    }
+  }
+  int64_t params = 0;
+  std::map<std::string, int64_t> by_type;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    params += t.num_elements();
+    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t.type));
+    by_type[std::string(info ? info->name : "?")] += t.num_elements();
+  }
+  if (!no_tensors) {
+    std::printf("tensors:\n");
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t.type));
+      std::printf("  %-32s %-6s %s\n", t.name.c_str(), std::string(info ? info->name : "?").c_str(),
+                  t.ShapeString().c_str());
+    }
+  }
+  std::printf("total: %s parameters stored (", Human(static_cast<double>(params)).c_str());
+  bool first = true;
+  for (const auto& [name, n] : by_type) {
+    std::printf("%s%s %s", first ? "" : ", ", name.c_str(), Human(static_cast<double>(n)).c_str());
+    first = false;
+  }
+  std::printf(")\n");
+  return 0;
+}
+
+}  // namespace unmask::tools

@@ -1,0 +1,45 @@
+// Flags shared by the tools, declared once with their defaults and help (STYLE.md §5.10).
+#ifndef UNMASK_TOOLS_COMMON_MODEL_ARGS_H_
+#define UNMASK_TOOLS_COMMON_MODEL_ARGS_H_
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "core/status.h"
+#include "decode/diffusion_params.h"
+#include "model/loader.h"
+
+namespace unmask::tools {
+
+// The model shipped with the repository (README "Quick start"); used when -m is not given.
+std::string DefaultModelPath();
+
+// Model file and CPU backend flags.
+struct ModelArgs {
+  std::string model;         // -m
+  int threads = 0;           // --threads (0: all hardware threads)
+  std::string blas = "onednn";
+  std::string weights = "auto";
+
+  void AddTo(CLI::App& app);
+  // Applies --threads/--blas to the CPU backend. InvalidArgument for unknown names.
+  Status InitBackend() const;
+  StatusOr<WeightMode> weight_mode() const;
+};
+
+// LLaDA decoding flags (names of the reference `generate`: steps, gen_length, block_length, ...).
+struct DiffusionArgs {
+  DiffusionParams params;
+  std::string remasking = "low_confidence";
+
+  void AddTo(CLI::App& app);
+  // params with the remasking name resolved. InvalidArgument for an unknown name.
+  StatusOr<DiffusionParams> Resolve() const;
+};
+
+// Loads a model, drawing a progress line on stderr.
+StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode);
+
+}  // namespace unmask::tools
+
+#endif  // UNMASK_TOOLS_COMMON_MODEL_ARGS_H_
