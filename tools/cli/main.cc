@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/bench_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
 
@@ -25,6 +26,15 @@ int main(int argc, char** argv) {
       "inspect", "print a GGUF model's architecture, hyper-parameters, tokenizer and tensors");
   inspect.AddTo(*ins);
 
+  unmask::tools::BenchCommand bench;
+  CLI::App* ben = app.add_subcommand(
+      "bench",
+      "measure diffusion generation speed (tokens/s, GFLOP/s, fraction of the GEMM peak "
+      "measured in the same run) on a random prompt\n"
+      "example: unmask bench -m model.gguf --prompt-length 32 --gen-length 128 "
+      "--block-length 32 --steps 128 -t 2");
+  bench.AddTo(*ben);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -42,5 +52,6 @@ int main(int argc, char** argv) {
   }
   if (gen->parsed()) return generate.Run();
   if (ins->parsed()) return inspect.Run();
+  if (ben->parsed()) return bench.Run();
   return 2;
 }

@@ -1,0 +1,188 @@
+#include "cli/bench_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/roofline.h"
+#include "common/terminal.h"
+#include "core/parallel.h"
+#include "decode/decoder_diffusion.h"
+#include "engine/generate.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "unmask bench: error: %s\n", s.message().c_str());
+  return 1;
+}
+
+struct MeanSd {
+  double mean = 0, sd = 0;
+};
+MeanSd Summarize(const std::vector<double>& v) {
+  MeanSd r;
+  for (double x : v) r.mean += x;
+  r.mean /= static_cast<double>(v.size());
+  for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
+  r.sd = v.size() > 1 ? std::sqrt(r.sd / static_cast<double>(v.size() - 1)) : 0.0;
+  return r;
+}
+
+struct Row {
+  std::string blas;
+  std::string backend;
+  MeanSd tps, gflops, forward_ms_per_nfe;
+  double gemm_peak = 0;
+  int64_t nfe = 0;
+};
+
+}  // namespace
+
+void BenchCommand::AddTo(CLI::App& app) {
+  model.AddTo(app);
+  diffusion.AddTo(app);
+  app.add_option("--prompt-length", prompt_length,
+                 "prompt tokens (random ids from the vocabulary, fixed seed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("-r,--reps", reps, "timed repetitions per row (after one warm-up run)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--blas-list", blas_list,
+                 "GEMM libraries to compare; the first row is the baseline of the 'vs base' "
+                 "column")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"onednn", "openblas"}))
+      ->capture_default_str();
+  app.add_option("-o,--output", output, "md (table) or json (one object per line)")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
+  app.add_option("--reference-tps", reference_tps,
+                 "tokens/s of the reference to compare with (default: llama.cpp's "
+                 "llama-diffusion-cli, 1 token per step, measured on this machine class, "
+                 "LLAMACPP.md)")
+      ->capture_default_str();
+}
+
+int BenchCommand::Run() const {
+  auto params_or = diffusion.Resolve();
+  if (!params_or.ok()) return Fail(params_or.status());
+  const DiffusionParams params = *params_or;
+  auto mode = model.weight_mode();
+  if (!mode.ok()) return Fail(mode.status());
+  if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
+  const std::string path = model.model.empty() ? DefaultModelPath() : model.model;
+  auto loaded_or = LoadModelWithProgress(path, *mode);
+  if (!loaded_or.ok()) return Fail(loaded_or.status());
+  const LoadedModel& lm = *loaded_or;
+  const Model& m = *lm.model;
+  const SpecialTokens& sp = lm.tokenizer->special();
+
+  // A fixed random prompt of ordinary tokens (no special ids).
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(m.config().vocab_size - 1));
+  std::vector<int32_t> prompt;
+  while (static_cast<int64_t>(prompt.size()) < prompt_length) {
+    const int32_t id = pick(rng);
+    if (!lm.tokenizer->IsControl(id) && id != sp.mask) prompt.push_back(id);
+  }
+
+  std::vector<Row> rows;
+  for (const std::string& blas : blas_list) {
+    ModelArgs args = model;
+    args.blas = blas;
+    if (Status s = args.InitBackend(); !s.ok()) return Fail(s);
+    Row row;
+    row.blas = blas;
+    row.backend = cpu::DescribeCpuBackend();
+    auto peak = MeasureGemmPeakGflops();
+    if (!peak.ok()) return Fail(peak.status());
+    row.gemm_peak = *peak;
+    std::vector<double> tps, gflops, per_nfe;
+    Workspace ws;
+    ProgressLine progress("bench " + blas);
+    for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
+      auto dec = DiffusionDecoder::Create(params, {sp.mask, sp.eos, sp.eot}, prompt,
+                                          m.config().context_length, m.config().vocab_size);
+      if (!dec.ok()) return Fail(dec.status());
+      auto on_step = [&](const DiffusionDecoder& d, const DiffusionStepResult&) {
+        progress.Update(r * params.steps + d.step(), (reps + 1) * params.steps,
+                        r == 0 ? "warm-up" : "run " + std::to_string(r));
+      };
+      auto stats = RunDiffusion(m, *dec, ws, on_step);
+      if (!stats.ok()) return Fail(stats.status());
+      if (r == 0) continue;
+      tps.push_back(stats->tokens_per_second());
+      gflops.push_back(stats->gflops_per_second());
+      per_nfe.push_back(stats->forward_ms / static_cast<double>(stats->nfe));
+      row.nfe = stats->nfe;
+    }
+    progress.Finish();
+    row.tps = Summarize(tps);
+    row.gflops = Summarize(gflops);
+    row.forward_ms_per_nfe = Summarize(per_nfe);
+    rows.push_back(row);
+  }
+
+  const double nominal = NominalPeakGflops();
+  const ModelConfig& c = m.config();
+  char model_desc[200];
+  std::snprintf(model_desc, sizeof(model_desc), "%s %.1fM (%lldx%lld, vocab %lld)",
+                c.architecture.c_str(), static_cast<double>(c.NumParameters()) / 1e6,
+                static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size),
+                static_cast<long long>(c.vocab_size));
+  if (output == "json") {
+    for (const Row& r : rows) {
+      nlohmann::json j = {{"model", model_desc},
+                          {"path", path},
+                          {"blas", r.blas},
+                          {"backend", r.backend},
+                          {"threads", GetNumThreads()},
+                          {"prompt_length", prompt_length},
+                          {"gen_length", params.gen_length},
+                          {"block_length", params.block_length},
+                          {"steps", params.steps},
+                          {"nfe", r.nfe},
+                          {"tokens_per_second", r.tps.mean},
+                          {"tokens_per_second_sd", r.tps.sd},
+                          {"forward_ms", r.forward_ms_per_nfe.mean},
+                          {"forward_gflops", r.gflops.mean},
+                          {"gemm_peak_gflops", r.gemm_peak},
+                          {"fraction_of_gemm_peak", r.gflops.mean / r.gemm_peak},
+                          {"fraction_of_fma_peak", r.gflops.mean / nominal},
+                          {"vs_baseline", r.tps.mean / rows[0].tps.mean},
+                          {"vs_reference", r.tps.mean / reference_tps},
+                          {"reps", reps}};
+      std::printf("%s\n", j.dump().c_str());
+    }
+    return 0;
+  }
+  std::printf("model: %s | prompt %lld, gen %lld, block %lld, steps %lld, threads %d, %d reps\n",
+              model_desc, static_cast<long long>(prompt_length),
+              static_cast<long long>(params.gen_length), static_cast<long long>(params.block_length),
+              static_cast<long long>(params.steps), GetNumThreads(), reps);
+  std::printf(
+      "\n| blas | NFE | tokens/s | ms/forward | forward GFLOP/s | GEMM peak (same run) | "
+      "%% of GEMM peak | %% of %.0f FMA peak | vs %s | vs reference %.2f tok/s |\n",
+      nominal, rows[0].blas.c_str(), reference_tps);
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %lld | %.2f ± %.2f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx | %.2fx |\n",
+                r.blas.c_str(), static_cast<long long>(r.nfe), r.tps.mean, r.tps.sd,
+                r.forward_ms_per_nfe.mean, r.gflops.mean, r.gemm_peak,
+                100.0 * r.gflops.mean / r.gemm_peak, 100.0 * r.gflops.mean / nominal,
+                r.tps.mean / rows[0].tps.mean, r.tps.mean / reference_tps);
+  }
+  std::printf("\nbackends: ");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::printf("%s%s", i ? "; " : "", rows[i].backend.c_str());
+  }
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace unmask::tools

@@ -1,0 +1,45 @@
+#include "common/roofline.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/linear.h"
+
+namespace unmask::tools {
+
+double NominalPeakGflops() {
+  if (const char* env = std::getenv("UNMASK_PEAK_GFLOPS"); env && *env) {
+    const double v = std::atof(env);
+    if (v > 0) return v;
+  }
+  return 340.0;
+}
+
+StatusOr<double> MeasureGemmPeakGflops(int reps) {
+  constexpr int64_t m = 512, k = 768, n = 2048;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)),
+      y(static_cast<size_t>(m * n));
+  for (float& v : w) v = u(rng);
+  for (float& v : x) v = u(rng);
+  const TensorView wv{w.data(), DType::kF32, Shape{n, k}};
+  UNMASK_ASSIGN_OR_RETURN(LinearWeight lw,
+                          LinearWeight::Prepare(std::span<const TensorView>(&wv, 1),
+                                                WeightMode::kPackedF32));
+  const TensorView xv{x.data(), DType::kF32, Shape{m, k}};
+  const TensorView yv{y.data(), DType::kF32, Shape{m, n}};
+  UNMASK_RETURN_IF_ERROR(Linear(xv, lw, yv));  // warm-up (primitive creation, caches)
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    UNMASK_RETURN_IF_ERROR(Linear(xv, lw, yv));
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * m * n * k / best / 1e9;
+}
+
+}  // namespace unmask::tools
