@@ -6,7 +6,15 @@
 // The reader memory-maps the file. Every offset, count and string length is bounds-checked
 // against the file size before it is used: a truncated or malformed file yields a DataLoss
 // status whose message names what was wrong and the byte offset where, never a crash or a read
-// past the end.
+// past the end. Counts are checked against the bytes left before anything is allocated.
+//
+// Reader rules beyond the spec's layout (ggml gguf.cpp where the spec is silent): duplicate keys
+// or tensor names, unknown value types or ggml type ids, bool bytes other than 0/1, arrays nested
+// deeper than 64 levels, n_dims outside [1, 4], a dimension of 0 or >= 2^63, an element count or
+// byte size that overflows int64, a row (dims[0]) that is not a whole number of blocks, a tensor
+// offset that is not a multiple of the alignment, tensor data outside the file, and a
+// general.alignment that is not a uint32 power of two are all DataLoss. Tensor names of any
+// length and tensors in any order are accepted; padding after the last tensor is optional.
 #ifndef UNMASK_FORMAT_GGUF_H_
 #define UNMASK_FORMAT_GGUF_H_
 
@@ -88,8 +96,8 @@ struct TensorInfo {
   // A 2-D weight {n_in, n_out} is a row-major [n_out, n_in] matrix.
   std::vector<int64_t> dims;
   GgmlType type = GgmlType::kF32;
-  uint64_t offset = 0;       // relative to the start of the tensor data section
-  size_t num_bytes = 0;      // size of the data
+  uint64_t offset = 0;            // relative to the start of the tensor data section
+  size_t num_bytes = 0;           // size of the data
   const uint8_t* data = nullptr;  // points into the mapping (reader) or caller memory (writer)
 
   int64_t num_elements() const;
@@ -97,12 +105,15 @@ struct TensorInfo {
   std::string ShapeString() const;
 };
 
+// A parsed GGUF file. Immutable after Open/FromBytes; const methods may be called from several
+// threads at once. Tensor `data` pointers stay valid for the lifetime of the GgufFile.
 class GgufFile {
  public:
   // Memory-maps and parses `path`. Errors: NotFound (cannot open), DataLoss (malformed, with
   // offset), Unimplemented (version 1 or > 3).
   static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
-  // Parses an in-memory image (tests, fuzzing). The bytes are copied.
+  // Parses an in-memory image (tests, fuzzing). The bytes are moved in; `name` stands for the
+  // path in error messages.
   static StatusOr<std::unique_ptr<GgufFile>> FromBytes(std::vector<uint8_t> bytes,
                                                        std::string name = "<memory>");
   ~GgufFile();
@@ -125,9 +136,9 @@ class GgufFile {
   // Typed getters. NotFound when the key is absent; InvalidArgument naming the key, the stored
   // type and the expected type when it has the wrong type or an integer does not fit.
   StatusOr<std::string> GetString(std::string_view key) const;
-  StatusOr<int64_t> GetInt(std::string_view key) const;    // any integer type
-  StatusOr<uint32_t> GetU32(std::string_view key) const;   // any integer type in [0, 2^32)
-  StatusOr<double> GetFloat(std::string_view key) const;   // float32/float64 (or integer)
+  StatusOr<int64_t> GetInt(std::string_view key) const;   // any integer type
+  StatusOr<uint32_t> GetU32(std::string_view key) const;  // any integer type in [0, 2^32)
+  StatusOr<double> GetFloat(std::string_view key) const;  // float32/float64 (or integer)
   StatusOr<bool> GetBool(std::string_view key) const;
   StatusOr<std::vector<std::string>> GetStringArray(std::string_view key) const;
   StatusOr<std::vector<int64_t>> GetIntArray(std::string_view key) const;
@@ -140,8 +151,8 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;        // mmap base (nullptr for FromBytes)
-  std::vector<uint8_t> owned_;     // FromBytes storage
+  void* mapping_ = nullptr;     // mmap base (nullptr for FromBytes)
+  std::vector<uint8_t> owned_;  // FromBytes storage
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
@@ -150,7 +161,10 @@ class GgufFile {
 };
 
 // Writes GGUF v3 files that llama.cpp and gguf-py read. Tensor data is aligned to `alignment`
-// (written as general.alignment only when it is not the default 32).
+// (written as general.alignment, appended after the caller's keys, only when it is not the
+// default 32). Tensors are laid out in AddTensor order, each padded with zeros to the alignment
+// (also after the last one), as ggml's gguf_write_to_buf and gguf-py do; a file read by
+// GgufFile and written back with the same keys and tensors is byte-identical to gguf-py output.
 class GgufWriter {
  public:
   explicit GgufWriter(uint32_t alignment = 32) : alignment_(alignment) {}
@@ -162,7 +176,13 @@ class GgufWriter {
   void AddTensor(std::string name, GgmlType type, std::vector<int64_t> dims, const void* data,
                  size_t num_bytes);
 
-  // InvalidArgument on duplicate tensor names or size mismatches; NotFound/DataLoss on I/O errors.
+  // InvalidArgument (nothing written) on: duplicate tensor names, data size != the size implied
+  // by type and dims, unknown types, dims not as the reader requires, null data, tensor names
+  // that are empty or longer than 63 bytes (ggml GGML_MAX_NAME), keys that are empty or longer
+  // than 65535 bytes, a Value whose payload does not match its type (or does not fit the stored
+  // width, or nests deeper than 64), an alignment that is not a power of two, or an explicit
+  // general.alignment that differs from it. NotFound when the file cannot be created, DataLoss
+  // when a write fails (a partially written regular file is removed).
   Status WriteFile(const std::string& path) const;
   StatusOr<std::vector<uint8_t>> WriteToBytes() const;
 
