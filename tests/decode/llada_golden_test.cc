@@ -88,8 +88,8 @@ TEST_P(LladaGoldenTest, MatchesPythonReferenceOnAnyThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, LladaGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param.substr(0, info.param.size() - 5);
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string n = param_info.param.substr(0, param_info.param.size() - 5);
                            for (char& c : n) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }

@@ -32,7 +32,7 @@ LoadedModel Load(const std::string& path, WeightMode mode = WeightMode::kAuto) {
 }
 
 // Logits for the given rows of one sequence.
-std::vector<float> Run(const Model& m, const std::vector<int32_t>& tokens,
+std::vector<float> RunForward(const Model& m, const std::vector<int32_t>& tokens,
                        const std::vector<int32_t>& rows, int32_t pos0 = 0) {
   BatchPlan plan;
   plan.sequences.push_back(SequenceInput{tokens, pos0, rows});
@@ -76,8 +76,8 @@ TEST(LladaModelTest, LoadsHyperParametersAndTokenizer) {
 TEST(LladaModelTest, LogitRowsAreIndependentOfWhichOthersAreRequested) {
   LoadedModel lm = Load(Write(TinyLladaSpec{}, "rows"));
   const std::vector<int32_t> tokens = {256, 72, 105, 259, 259, 259, 33, 259};
-  const std::vector<float> all = Run(*lm.model, tokens, {0, 1, 2, 3, 4, 5, 6, 7});
-  const std::vector<float> some = Run(*lm.model, tokens, {3, 6});
+  const std::vector<float> all = RunForward(*lm.model, tokens, {0, 1, 2, 3, 4, 5, 6, 7});
+  const std::vector<float> some = RunForward(*lm.model, tokens, {3, 6});
   const int64_t v = lm.model->config().vocab_size;
   for (int64_t j = 0; j < v; ++j) {
     EXPECT_NEAR(some[static_cast<size_t>(j)], all[static_cast<size_t>(3 * v + j)], 1e-4);
@@ -89,8 +89,8 @@ TEST(LladaModelTest, LogitRowsAreIndependentOfWhichOthersAreRequested) {
 TEST(LladaModelTest, AttentionIsBidirectional) {
   // Changing a later token changes the logits of an earlier position.
   LoadedModel lm = Load(Write(TinyLladaSpec{}, "bidir"));
-  const std::vector<float> a = Run(*lm.model, {256, 72, 105, 33}, {0});
-  const std::vector<float> b = Run(*lm.model, {256, 72, 105, 34}, {0});
+  const std::vector<float> a = RunForward(*lm.model, {256, 72, 105, 33}, {0});
+  const std::vector<float> b = RunForward(*lm.model, {256, 72, 105, 34}, {0});
   EXPECT_GT(MaxAbsDiff(a, b), 1e-4);
 }
 
@@ -107,7 +107,7 @@ TEST(LladaModelTest, SequencesInABatchDoNotInteract) {
   ForwardStats stats;
   ASSERT_TRUE(lm.model->Forward(plan, ws, TensorView{out.data(), DType::kF32, Shape{4, v}}, &stats)
                   .ok());
-  const std::vector<float> alone1 = Run(*lm.model, s1, r1), alone2 = Run(*lm.model, s2, r2);
+  const std::vector<float> alone1 = RunForward(*lm.model, s1, r1), alone2 = RunForward(*lm.model, s2, r2);
   std::vector<float> both(alone1);
   both.insert(both.end(), alone2.begin(), alone2.end());
   EXPECT_LT(MaxAbsDiff(out, both), 1e-4);
@@ -123,16 +123,16 @@ TEST(LladaModelTest, WeightModesAndDtypesAgree) {
   const std::vector<int32_t> tokens = {256, 10, 20, 259, 259};
   const std::vector<int32_t> rows = {3, 4};
   spec.weight_type = gguf::GgmlType::kF32;
-  const std::vector<float> ref = Run(*Load(Write(spec, "f32")).model, tokens, rows);
+  const std::vector<float> ref = RunForward(*Load(Write(spec, "f32")).model, tokens, rows);
   const std::vector<float> otf =
-      Run(*Load(Write(spec, "f32b"), WeightMode::kOnTheFly).model, tokens, rows);
+      RunForward(*Load(Write(spec, "f32b"), WeightMode::kOnTheFly).model, tokens, rows);
   EXPECT_LT(MaxAbsDiff(ref, otf), 1e-4);
   // Lower-precision copies of the same random weights stay close (f16: 2^-11 relative per weight).
   for (auto type : {gguf::GgmlType::kF16, gguf::GgmlType::kBF16, gguf::GgmlType::kQ8_0}) {
     spec.weight_type = type;
     const std::string path = Write(spec, "typed");
-    const std::vector<float> packed = Run(*Load(path, WeightMode::kPackedF32).model, tokens, rows);
-    const std::vector<float> native = Run(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
+    const std::vector<float> packed = RunForward(*Load(path, WeightMode::kPackedF32).model, tokens, rows);
+    const std::vector<float> native = RunForward(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
     EXPECT_LT(MaxAbsDiff(packed, native), 1e-4) << static_cast<int>(type);
     EXPECT_LT(MaxAbsDiff(packed, ref), 0.5) << static_cast<int>(type);
   }
@@ -143,7 +143,7 @@ TEST(LladaModelTest, TiedOutputUsesTheEmbedding) {
   spec.tied = true;
   LoadedModel lm = Load(Write(spec, "tied"));
   EXPECT_TRUE(lm.model->config().tied_output);
-  const std::vector<float> l = Run(*lm.model, {256, 5}, {1});
+  const std::vector<float> l = RunForward(*lm.model, {256, 5}, {1});
   for (float x : l) ASSERT_TRUE(std::isfinite(x));
 }
 
