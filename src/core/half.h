@@ -17,7 +17,7 @@ inline float F16ToF32(uint16_t h) {
   if (exp == 0) {
     if (mant == 0) {
       bits = sign;  // +-0
-    } else {       // subnormal: normalise
+    } else {        // subnormal: normalise
       int e = -1;
       do {
         ++e;
@@ -38,7 +38,7 @@ inline uint16_t F32ToF16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);  // NaN
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
   if (abs >= 0x47800000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65536: inf
   if (abs < 0x38800000u) {  // below the smallest normal f16 (2^-14): subnormal or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25 rounds to 0

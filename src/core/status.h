@@ -102,10 +102,10 @@ class [[nodiscard]] StatusOr {
 #define UNMASK_CONCAT_(a, b) UNMASK_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define UNMASK_RETURN_IF_ERROR(expr)                     \
-  do {                                                   \
-    ::unmask::Status unmask_status_ = (expr);            \
-    if (!unmask_status_.ok()) return unmask_status_;     \
+#define UNMASK_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::unmask::Status unmask_status_ = (expr);        \
+    if (!unmask_status_.ok()) return unmask_status_; \
   } while (0)
 
 // `lhs = value of expr` or return its Status. lhs may be a declaration (`auto x`).

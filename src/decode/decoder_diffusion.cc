@@ -78,8 +78,8 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
   if (Done()) return FailedPreconditionError("Update called after the last step");
   const int64_t num_rows = static_cast<int64_t>(rows_.size());
   const int64_t expected_rows = num_rows * (params_.cfg_scale > 0 ? 2 : 1);
-  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 ||
-      logits.shape[0] != expected_rows || logits.shape[1] != vocab_size_) {
+  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != expected_rows ||
+      logits.shape[1] != vocab_size_) {
     return InvalidArgumentError("logits must be f32 [" + std::to_string(expected_rows) + ", " +
                                 std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
   }
@@ -132,9 +132,8 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
       }
       if (params_.logits_eos_inf) out[static_cast<size_t>(ids_.eos)] = neg_inf;
       const uint32_t pos = static_cast<uint32_t>(rows_[static_cast<size_t>(r)]);
-      const int32_t token = temperature == 0
-                                ? ArgMax(out)
-                                : SampleGumbelMax(out, temperature, rng_, step32, pos);
+      const int32_t token =
+          temperature == 0 ? ArgMax(out) : SampleGumbelMax(out, temperature, rng_, step32, pos);
       x0[static_cast<size_t>(r)] = token;
       confidence[static_cast<size_t>(r)] =
           params_.remasking == Remasking::kRandom

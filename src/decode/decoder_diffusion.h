@@ -40,8 +40,8 @@ struct DiffusionTokenIds {
 
 // What one Update did.
 struct DiffusionStepResult {
-  int64_t step = 0;   // global step index (0-based)
-  int64_t block = 0;  // block index
+  int64_t step = 0;                          // global step index (0-based)
+  int64_t block = 0;                         // block index
   std::vector<int32_t> committed_positions;  // absolute canvas positions, in commit order
 };
 
@@ -50,8 +50,8 @@ class DiffusionDecoder {
   // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt id outside
   // [0, vocab_size), a missing mask token, or logits_eos_inf without an EOS token.
   static StatusOr<DiffusionDecoder> Create(const DiffusionParams& params, DiffusionTokenIds ids,
-                                           std::span<const int32_t> prompt,
-                                           int64_t context_length, int64_t vocab_size);
+                                           std::span<const int32_t> prompt, int64_t context_length,
+                                           int64_t vocab_size);
 
   bool Done() const { return step_ >= params_.steps; }
   // The forward this step needs. Its spans point into the decoder and stay valid until the next
@@ -84,12 +84,12 @@ class DiffusionDecoder {
   int64_t vocab_size_ = 0;
   CounterRng rng_{0};
   std::vector<int32_t> canvas_;
-  std::vector<int32_t> uncond_;           // CFG: canvas with prompt positions masked
-  std::vector<int64_t> schedule_;          // transfer counts of the current block
-  int64_t step_ = 0;                       // global step
-  std::vector<int32_t> rows_;              // logit rows of this step (masked positions < end)
+  std::vector<int32_t> uncond_;    // CFG: canvas with prompt positions masked
+  std::vector<int64_t> schedule_;  // transfer counts of the current block
+  int64_t step_ = 0;               // global step
+  std::vector<int32_t> rows_;      // logit rows of this step (masked positions < end)
   BatchPlan plan_;
-  std::vector<float> combined_;            // [rows, vocab] CFG-combined, EOS-masked logits
+  std::vector<float> combined_;  // [rows, vocab] CFG-combined, EOS-masked logits
 };
 
 }  // namespace unmask

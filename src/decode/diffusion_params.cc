@@ -18,7 +18,8 @@ std::optional<Remasking> RemaskingFromName(std::string_view name) {
 Status ValidateDiffusionParams(const DiffusionParams& p, int64_t prompt_length,
                                int64_t context_length) {
   auto s = [](auto v) { return std::to_string(v); };
-  if (p.gen_length <= 0) return InvalidArgumentError("gen_length must be positive, got " + s(p.gen_length));
+  if (p.gen_length <= 0)
+    return InvalidArgumentError("gen_length must be positive, got " + s(p.gen_length));
   if (p.block_length <= 0) {
     return InvalidArgumentError("block_length must be positive, got " + s(p.block_length));
   }
@@ -29,8 +30,9 @@ Status ValidateDiffusionParams(const DiffusionParams& p, int64_t prompt_length,
   const int64_t blocks = p.gen_length / p.block_length;
   if (p.steps <= 0) return InvalidArgumentError("steps must be positive, got " + s(p.steps));
   if (p.steps % blocks != 0) {
-    return InvalidArgumentError("steps (" + s(p.steps) + ") must be divisible by the number of blocks (" +
-                                s(blocks) + " = gen_length / block_length)");
+    return InvalidArgumentError("steps (" + s(p.steps) +
+                                ") must be divisible by the number of blocks (" + s(blocks) +
+                                " = gen_length / block_length)");
   }
   if (!std::isfinite(p.temperature) || p.temperature < 0) {
     return InvalidArgumentError("temperature must be a finite number >= 0");

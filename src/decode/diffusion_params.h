@@ -16,15 +16,15 @@ enum class Remasking {
   kLowConfidence,  // softmax probability of the chosen token; highest first ("low_confidence")
   kRandom,         // a uniform random number per position ("random")
 };
-std::string_view RemaskingName(Remasking r);                   // "low_confidence" | "random"
+std::string_view RemaskingName(Remasking r);  // "low_confidence" | "random"
 std::optional<Remasking> RemaskingFromName(std::string_view name);
 
 struct DiffusionParams {
-  int64_t gen_length = 128;    // tokens generated after the prompt
-  int64_t steps = 128;         // forward passes in total (steps per block = steps / num blocks)
-  int64_t block_length = 32;   // semi-autoregressive block size; == gen_length: one block
-  double temperature = 0.0;    // 0: argmax; > 0: Gumbel-max sampling in float64
-  double cfg_scale = 0.0;      // classifier-free guidance: un + (cfg_scale + 1) * (cond - un)
+  int64_t gen_length = 128;   // tokens generated after the prompt
+  int64_t steps = 128;        // forward passes in total (steps per block = steps / num blocks)
+  int64_t block_length = 32;  // semi-autoregressive block size; == gen_length: one block
+  double temperature = 0.0;   // 0: argmax; > 0: Gumbel-max sampling in float64
+  double cfg_scale = 0.0;     // classifier-free guidance: un + (cfg_scale + 1) * (cond - un)
   Remasking remasking = Remasking::kLowConfidence;
   bool logits_eos_inf = false;          // EOS logit := -inf (EOS is never produced)
   bool confidence_eos_eot_inf = false;  // EOS/EOT predictions get confidence 0 (committed last)

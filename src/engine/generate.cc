@@ -10,8 +10,8 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
-StatusOr<GenerationStats> RunDiffusion(const Model& model, DiffusionDecoder& decoder,
-                                       Workspace& ws, const DiffusionStepCallback& on_step) {
+StatusOr<GenerationStats> RunDiffusion(const Model& model, DiffusionDecoder& decoder, Workspace& ws,
+                                       const DiffusionStepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t vocab = model.config().vocab_size;
   GenerationStats stats;

@@ -14,13 +14,13 @@ namespace unmask {
 
 // Timings and work of one generation. Times in milliseconds.
 struct GenerationStats {
-  int64_t nfe = 0;                  // forward passes (a CFG step's batched pair counts once)
-  int64_t generated_tokens = 0;     // gen_length
-  int64_t forward_positions = 0;    // positions fed, summed over forwards (CFG: both canvases)
-  double forward_ms = 0;            // time inside Model::Forward
-  double decode_ms = 0;             // time inside the decoder (sampling, confidence, commit)
-  double total_ms = 0;              // wall time of the whole loop
-  double flops = 0;                 // FLOPs executed by the forwards (ModelConfig::ForwardFlops)
+  int64_t nfe = 0;                // forward passes (a CFG step's batched pair counts once)
+  int64_t generated_tokens = 0;   // gen_length
+  int64_t forward_positions = 0;  // positions fed, summed over forwards (CFG: both canvases)
+  double forward_ms = 0;          // time inside Model::Forward
+  double decode_ms = 0;           // time inside the decoder (sampling, confidence, commit)
+  double total_ms = 0;            // wall time of the whole loop
+  double flops = 0;               // FLOPs executed by the forwards (ModelConfig::ForwardFlops)
 
   double tokens_per_second() const {
     return total_ms > 0 ? 1000.0 * static_cast<double>(generated_tokens) / total_ms : 0;
@@ -36,8 +36,8 @@ using DiffusionStepCallback =
     std::function<void(const DiffusionDecoder&, const DiffusionStepResult&)>;
 
 // Runs `decoder` to completion on `model`. Errors: any Forward/Update error, with the step.
-StatusOr<GenerationStats> RunDiffusion(const Model& model, DiffusionDecoder& decoder,
-                                       Workspace& ws, const DiffusionStepCallback& on_step);
+StatusOr<GenerationStats> RunDiffusion(const Model& model, DiffusionDecoder& decoder, Workspace& ws,
+                                       const DiffusionStepCallback& on_step);
 
 }  // namespace unmask
 

@@ -29,8 +29,8 @@ StatusOr<int64_t> GetPositive(const gguf::GgufFile& f, const std::string& key) {
 
 int64_t ModelConfig::NumParameters() const {
   const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
-  const int64_t per_layer = hidden_size * (q + 2 * kv) + q * hidden_size +
-                            3 * hidden_size * ffn_size + 2 * hidden_size;
+  const int64_t per_layer =
+      hidden_size * (q + 2 * kv) + q * hidden_size + 3 * hidden_size * ffn_size + 2 * hidden_size;
   return num_layers * per_layer + vocab_size * hidden_size * (tied_output ? 1 : 2) + hidden_size;
 }
 
@@ -90,7 +90,8 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   }
   UNMASK_ASSIGN_OR_RETURN(double eps, f.GetFloat(p + "attention.layer_norm_rms_epsilon"));
   if (!(eps > 0.0 && eps < 1.0)) {
-    return InvalidArgumentError(f.path() + ": " + p + "attention.layer_norm_rms_epsilon must be in (0, 1)");
+    return InvalidArgumentError(f.path() + ": " + p +
+                                "attention.layer_norm_rms_epsilon must be in (0, 1)");
   }
   c.rms_eps = static_cast<float>(eps);
   if (f.Find(p + "rope.freq_base")) {
@@ -114,10 +115,9 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   if (f.Find(p + "rope.dimension_count")) {
     UNMASK_ASSIGN_OR_RETURN(c.rope_dim, GetPositive(f, p + "rope.dimension_count"));
     if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
-      return InvalidArgumentError(f.path() + ": " + p + "rope.dimension_count (" +
-                                  std::to_string(c.rope_dim) +
-                                  ") must be even and at most the head size (" +
-                                  std::to_string(c.head_dim) + ")");
+      return InvalidArgumentError(
+          f.path() + ": " + p + "rope.dimension_count (" + std::to_string(c.rope_dim) +
+          ") must be even and at most the head size (" + std::to_string(c.head_dim) + ")");
     }
   }
   if (f.Find("diffusion.shift_logits")) {

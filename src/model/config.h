@@ -11,13 +11,13 @@
 
 namespace unmask {
 
-// Whether position i may attend to position j > i. A property of the architecture (ARCHITECTURE.md):
-// LLaDA/Dream are bidirectional, Llama is causal.
+// Whether position i may attend to position j > i. A property of the architecture
+// (ARCHITECTURE.md): LLaDA/Dream are bidirectional, Llama is causal.
 enum class AttentionKind { kCausal, kBidirectional };
 
 struct ModelConfig {
-  std::string architecture;  // general.architecture, e.g. "llada"
-  std::string name;          // general.name ("" when absent)
+  std::string architecture;    // general.architecture, e.g. "llada"
+  std::string name;            // general.name ("" when absent)
   int64_t vocab_size = 0;      // rows of token_embd
   int64_t hidden_size = 0;     // <arch>.embedding_length
   int64_t num_layers = 0;      // <arch>.block_count

@@ -22,8 +22,7 @@ WeightMode ChooseWeightMode(const gguf::GgufFile& f, WeightMode requested) {
     f32_bytes += static_cast<uint64_t>(t.num_elements()) * 4;
   }
   const uint64_t memory = PhysicalMemoryBytes();
-  return (memory == 0 || f32_bytes <= memory / 2) ? WeightMode::kPackedF32
-                                                  : WeightMode::kOnTheFly;
+  return (memory == 0 || f32_bytes <= memory / 2) ? WeightMode::kPackedF32 : WeightMode::kOnTheFly;
 }
 
 }  // namespace
@@ -41,8 +40,8 @@ StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& opti
                                    "' has no mask token (tokenizer.ggml.mask_token_id)");
   }
   out.weight_mode = ChooseWeightMode(*file, options.weight_mode);
-  UNMASK_ASSIGN_OR_RETURN(
-      auto model, TransformerModel::Create(file, std::move(config), out.weight_mode, options.progress));
+  UNMASK_ASSIGN_OR_RETURN(auto model, TransformerModel::Create(file, std::move(config),
+                                                               out.weight_mode, options.progress));
   if (out.tokenizer->vocab_size() > model->config().vocab_size) {
     return InvalidArgumentError(path + ": the tokenizer has " +
                                 std::to_string(out.tokenizer->vocab_size()) +

@@ -1,6 +1,6 @@
-// The model interface: weights + forward pass, no request state (ARCHITECTURE.md "Main interfaces").
-// A model knows nothing about how tokens are chosen; which positions are fed and which rows need
-// logits is the decoder's plan.
+// The model interface: weights + forward pass, no request state (ARCHITECTURE.md "Main
+// interfaces"). A model knows nothing about how tokens are chosen; which positions are fed and
+// which rows need logits is the decoder's plan.
 #ifndef UNMASK_MODEL_MODEL_H_
 #define UNMASK_MODEL_MODEL_H_
 
@@ -36,15 +36,15 @@ class Workspace {
   void Reserve(const ModelConfig& config, int64_t num_positions, int64_t num_logit_rows);
   int64_t capacity() const { return capacity_; }
 
-  Tensor hidden;     // [positions, hidden]        residual stream
-  Tensor normed;     // [positions, hidden]        RMSNorm output
-  Tensor q;          // [positions, heads * head_dim]
-  Tensor k;          // [positions, kv_heads * head_dim]
-  Tensor v;          // [positions, kv_heads * head_dim]
-  Tensor attn;       // [positions, heads * head_dim]
-  Tensor proj;       // [positions, hidden]        attention / FFN output projection
-  Tensor gate_up;    // [positions, 2 * ffn]
-  Tensor ffn;        // [positions, ffn]
+  Tensor hidden;       // [positions, hidden]        residual stream
+  Tensor normed;       // [positions, hidden]        RMSNorm output
+  Tensor q;            // [positions, heads * head_dim]
+  Tensor k;            // [positions, kv_heads * head_dim]
+  Tensor v;            // [positions, kv_heads * head_dim]
+  Tensor attn;         // [positions, heads * head_dim]
+  Tensor proj;         // [positions, hidden]        attention / FFN output projection
+  Tensor gate_up;      // [positions, 2 * ffn]
+  Tensor ffn;          // [positions, ffn]
   Tensor last_hidden;  // [logit rows, hidden]     rows kept for the last layer and logits
   Tensor last_normed;  // [logit rows, hidden]
 

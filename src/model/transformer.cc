@@ -40,8 +40,8 @@ StatusOr<TensorView> GetTensor(const gguf::GgufFile& f, const std::string& name,
       want += (i ? ", " : "") + std::to_string(expected[i]);
     }
     want += "]";
-    return InvalidArgumentError(f.path() + ": tensor '" + name + "' has shape " +
-                                t->ShapeString() + ", expected " + want);
+    return InvalidArgumentError(f.path() + ": tensor '" + name + "' has shape " + t->ShapeString() +
+                                ", expected " + want);
   }
   const auto dtype = gguf::ToDType(t->type);
   const bool ok = dtype && (*dtype == DType::kF32 || *dtype == DType::kF16 ||
@@ -266,10 +266,9 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
       const int64_t len = static_cast<int64_t>(seq.tokens.size());
       const int64_t q_len = prune ? static_cast<int64_t>(seq.logit_rows.size()) : len;
       if (q_len == 0) continue;
-      UNMASK_RETURN_IF_ERROR(Attention(Heads(ws.q, q_offsets[s], q_len, h),
-                                       Heads(ws.k, offsets[s], len, hkv),
-                                       Heads(ws.v, offsets[s], len, hkv), attn_params,
-                                       Heads(ws.attn, q_offsets[s], q_len, h)));
+      UNMASK_RETURN_IF_ERROR(Attention(
+          Heads(ws.q, q_offsets[s], q_len, h), Heads(ws.k, offsets[s], len, hkv),
+          Heads(ws.v, offsets[s], len, hkv), attn_params, Heads(ws.attn, q_offsets[s], q_len, h)));
     }
     if (n == 0) continue;
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.attn, 0, n), L.wo, Rows(ws.proj, 0, n)));
@@ -298,8 +297,8 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
       stats->flops += c.ForwardFlops(static_cast<int64_t>(seq.tokens.size()),
                                      static_cast<int64_t>(seq.logit_rows.size()), bidirectional);
     }
-    stats->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+    stats->ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   return Status::Ok();
 }

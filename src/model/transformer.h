@@ -1,7 +1,8 @@
 // The llama-family transformer shared by "llada" (bidirectional) and, later, "llama" (causal):
 // pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN, no biases, final RMSNorm and an
 // output projection (tied to the token embedding when output.weight is absent).
-// LLaDA: NVlabs/Fast-dLLM llada/model/modeling_llada.py; GGUF naming: llama.cpp src/models/llada.cpp.
+// LLaDA: NVlabs/Fast-dLLM llada/model/modeling_llada.py; GGUF naming: llama.cpp
+// src/models/llada.cpp.
 #ifndef UNMASK_MODEL_TRANSFORMER_H_
 #define UNMASK_MODEL_TRANSFORMER_H_
 
@@ -49,7 +50,7 @@ class TransformerModel final : public Model {
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
-  TensorView token_embd_;          // [vocab, hidden] in the stored dtype (mmap'd)
+  TensorView token_embd_;  // [vocab, hidden] in the stored dtype (mmap'd)
   std::vector<TransformerLayer> layers_;
   std::vector<float> output_norm_;  // [hidden]
   LinearWeight output_;             // [vocab, hidden]

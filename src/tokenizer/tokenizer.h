@@ -1,14 +1,15 @@
 // Tokenizers read from GGUF metadata (llama.cpp's `tokenizer.ggml.*` keys):
 //   tokenizer.ggml.model = "llama": SentencePiece-style BPE over scores with byte fallback
 //                          (llama.cpp llm_tokenizer_spm);
-//   tokenizer.ggml.model = "gpt2":  byte-level BPE over merges, after the pre-tokenizer regex named by
-//                          tokenizer.ggml.pre (llama.cpp llm_tokenizer_bpe).
+//   tokenizer.ggml.model = "gpt2":  byte-level BPE over merges, after the pre-tokenizer regexes
+//                          named by tokenizer.ggml.pre (llama.cpp llm_tokenizer_bpe).
 // Special tokens (bos, eos, eot, pad, mask, unk) always come from the GGUF, never from constants.
 #ifndef UNMASK_TOKENIZER_TOKENIZER_H_
 #define UNMASK_TOKENIZER_TOKENIZER_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,42 @@ struct SpecialTokens {
   bool add_eos = false;     // tokenizer.ggml.add_eos_token
 };
 
+// llama.cpp token types (tokenizer.ggml.token_type; gguf-py TokenType / llama_token_type).
+enum class TokenType : int32_t {
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,      // bos, eos, im_end, mask, ...: dropped by Decode(skip_special=true)
+  kUserDefined = 4,  // added tokens: always split out of the text before BPE/SPM
+  kUnused = 5,
+  kByte = 6,  // "<0xXX>" byte-fallback tokens (SentencePiece)
+};
+
+// Plain vocabulary data, as stored in the `tokenizer.ggml.*` GGUF keys. Tokenizer::FromGguf reads
+// it from a file; tests and tools may build one in memory and call Tokenizer::FromVocab.
+struct Vocab {
+  std::string model;                 // tokenizer.ggml.model: "llama" (SPM) | "gpt2" (byte BPE)
+  std::string pre;                   // tokenizer.ggml.pre (gpt2 only; "" means "default")
+  std::string name;                  // general.name (llama.cpp keys some token attributes on it)
+  std::vector<std::string> tokens;   // [num_tokens] tokenizer.ggml.tokens
+  std::vector<float> scores;         // [num_tokens] tokenizer.ggml.scores, or empty (all 0)
+  std::vector<int32_t> token_types;  // [num_tokens] TokenType values, or empty (all kNormal)
+  std::vector<std::string> merges;   // gpt2: tokenizer.ggml.merges, "left right", rank = index
+  // Special ids (kNoToken: not given). eot falls back to a lookup by text (see SpecialTokens).
+  TokenId bos = kNoToken;
+  TokenId eos = kNoToken;
+  TokenId eot = kNoToken;
+  TokenId pad = kNoToken;
+  TokenId mask = kNoToken;
+  TokenId unk = kNoToken;
+  // Unset: llama.cpp's per-model default (llama: add_bos true, add_space_prefix true;
+  // gpt2: add_bos false except the llama3 pre-tokenizer, add_space_prefix false).
+  std::optional<bool> add_bos;           // tokenizer.ggml.add_bos_token
+  std::optional<bool> add_eos;           // tokenizer.ggml.add_eos_token
+  std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix
+  std::string chat_template;             // tokenizer.chat_template
+};
+
 struct ChatMessage {
   std::string role;  // "system" | "user" | "assistant" | ...
   std::string content;
@@ -43,25 +80,40 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Builds the tokenizer described by the GGUF metadata. Errors: NotFound for a missing required key
-  // (names it), Unimplemented for an unknown tokenizer.ggml.model or tokenizer.ggml.pre, DataLoss for
-  // inconsistent arrays (tokens/scores/types of different lengths, special ids out of range, malformed
-  // merges).
+  // Builds the tokenizer described by the GGUF metadata. Errors: NotFound for a missing required
+  // key (names it), Unimplemented for an unknown tokenizer.ggml.model or tokenizer.ggml.pre,
+  // DataLoss for inconsistent arrays (tokens/scores/types of different lengths, special ids out of
+  // range, malformed merges).
   static StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const gguf::GgufFile& file);
+  // Builds the tokenizer from plain data, with the same checks and errors as FromGguf (messages
+  // name the GGUF key of the offending field). Cost: O(num_tokens + num_merges) hash inserts.
+  static StatusOr<std::unique_ptr<Tokenizer>> FromVocab(Vocab vocab);
 
   // Text -> ids. add_special: prepend BOS when special().add_bos (append EOS when add_eos).
-  // parse_special: text equal to a control/user-defined token (e.g. "<|eot_id|>") becomes that token;
-  // otherwise such text is tokenized as plain text. Never fails: invalid UTF-8 is handled like llama.cpp.
+  // parse_special: text equal to a control/user-defined token (e.g. "<|eot_id|>") becomes that
+  // token; otherwise such text is tokenized as plain text. As in llama.cpp, user-defined tokens
+  // (token_type 4) are split out even when parse_special is false, and longer special texts win.
+  // Never fails: invalid UTF-8 is handled like llama.cpp (SentencePiece: byte tokens; byte-level
+  // BPE: U+FFFD). Thread-safe (const, no shared mutable state).
   virtual std::vector<TokenId> Encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
   // Ids -> text (pieces concatenated, byte tokens merged, the SentencePiece leading space of the
-  // first piece handled as llama.cpp does). Ids out of range are skipped. skip_special drops control
-  // tokens (bos, eos, mask, ...).
+  // first piece handled as llama.cpp does: it is dropped only when that piece is the first id).
+  // Ids out of range are skipped. skip_special drops control tokens (bos, eos, mask, ...). Byte
+  // pieces are concatenated as bytes, so invalid UTF-8 sequences come out unchanged. Byte-level
+  // BPE vocabularies whose pre-tokenizer asks for it (gpt-2, llama3, default) apply llama.cpp's
+  // clean_up_tokenization_spaces (" ," -> ","). Thread-safe.
   virtual std::string Decode(std::span<const TokenId> ids, bool skip_special) const = 0;
   // The stored piece of one token (for display); "" when out of range.
   virtual std::string_view TokenText(TokenId id) const = 0;
   // True for control tokens (token_type == CONTROL), e.g. bos/eos/mask.
   virtual bool IsControl(TokenId id) const = 0;
+  // The id of the token whose stored text is exactly `text`; kNoToken when there is none.
+  virtual TokenId FindToken(std::string_view /*text*/) const { return kNoToken; }
+  // End of generation: eos or eot (llama.cpp llama_vocab::is_eog for these two ids).
+  bool IsEog(TokenId id) const {
+    return id != kNoToken && (id == special_.eos || id == special_.eot);
+  }
 
   virtual int vocab_size() const = 0;
   virtual std::string_view model_name() const = 0;  // "llama" | "gpt2"
@@ -71,8 +123,8 @@ class Tokenizer {
   // tokenizer.chat_template ("" when absent).
   const std::string& chat_template() const { return chat_template_; }
   // Renders `messages` with the chat template (a Jinja subset, see chat_template.h), with
-  // bos_token/eos_token set from the vocabulary. Unimplemented (naming the construct) for a template
-  // it cannot render; FailedPrecondition when the GGUF has no template.
+  // bos_token/eos_token set from the vocabulary. Unimplemented (naming the construct) for a
+  // template it cannot render; FailedPrecondition when the GGUF has no template.
   StatusOr<std::string> ApplyChatTemplate(std::span<const ChatMessage> messages,
                                           bool add_generation_prompt) const;
 

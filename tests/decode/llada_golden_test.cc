@@ -64,9 +64,9 @@ std::pair<std::vector<int32_t>, int64_t> RunCase(const nlohmann::json& g, int th
   p.seed = g.at("seed");
   const std::vector<int32_t> prompt = g.at("prompt_ids");
   const SpecialTokens& sp = lm.tokenizer->special();
-  auto dec = DiffusionDecoder::Create(p, {sp.mask, sp.eos, sp.eot}, prompt,
-                                      lm.model->config().context_length,
-                                      lm.model->config().vocab_size);
+  auto dec =
+      DiffusionDecoder::Create(p, {sp.mask, sp.eos, sp.eot}, prompt,
+                               lm.model->config().context_length, lm.model->config().vocab_size);
   EXPECT_TRUE(dec.ok()) << dec.status().ToString();
   Workspace ws;
   auto stats = RunDiffusion(*lm.model, *dec, ws, nullptr);

@@ -33,7 +33,7 @@ LoadedModel Load(const std::string& path, WeightMode mode = WeightMode::kAuto) {
 
 // Logits for the given rows of one sequence.
 std::vector<float> RunForward(const Model& m, const std::vector<int32_t>& tokens,
-                       const std::vector<int32_t>& rows, int32_t pos0 = 0) {
+                              const std::vector<int32_t>& rows, int32_t pos0 = 0) {
   BatchPlan plan;
   plan.sequences.push_back(SequenceInput{tokens, pos0, rows});
   const int64_t v = m.config().vocab_size;
@@ -105,9 +105,10 @@ TEST(LladaModelTest, SequencesInABatchDoNotInteract) {
   std::vector<float> out(4 * static_cast<size_t>(v));
   Workspace ws;
   ForwardStats stats;
-  ASSERT_TRUE(lm.model->Forward(plan, ws, TensorView{out.data(), DType::kF32, Shape{4, v}}, &stats)
-                  .ok());
-  const std::vector<float> alone1 = RunForward(*lm.model, s1, r1), alone2 = RunForward(*lm.model, s2, r2);
+  ASSERT_TRUE(
+      lm.model->Forward(plan, ws, TensorView{out.data(), DType::kF32, Shape{4, v}}, &stats).ok());
+  const std::vector<float> alone1 = RunForward(*lm.model, s1, r1),
+                           alone2 = RunForward(*lm.model, s2, r2);
   std::vector<float> both(alone1);
   both.insert(both.end(), alone2.begin(), alone2.end());
   EXPECT_LT(MaxAbsDiff(out, both), 1e-4);
@@ -131,8 +132,10 @@ TEST(LladaModelTest, WeightModesAndDtypesAgree) {
   for (auto type : {gguf::GgmlType::kF16, gguf::GgmlType::kBF16, gguf::GgmlType::kQ8_0}) {
     spec.weight_type = type;
     const std::string path = Write(spec, "typed");
-    const std::vector<float> packed = RunForward(*Load(path, WeightMode::kPackedF32).model, tokens, rows);
-    const std::vector<float> native = RunForward(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
+    const std::vector<float> packed =
+        RunForward(*Load(path, WeightMode::kPackedF32).model, tokens, rows);
+    const std::vector<float> native =
+        RunForward(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
     EXPECT_LT(MaxAbsDiff(packed, native), 1e-4) << static_cast<int>(type);
     EXPECT_LT(MaxAbsDiff(packed, ref), 0.5) << static_cast<int>(type);
   }
@@ -170,9 +173,11 @@ TEST_P(BadModelTest, FailsWithAClearError) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadModelTest,
     ::testing::Values(
-        BadModelCase{"missing_tensor", [](TinyLladaSpec& s) { s.skip_tensor = "blk.1.ffn_up.weight"; },
+        BadModelCase{"missing_tensor",
+                     [](TinyLladaSpec& s) { s.skip_tensor = "blk.1.ffn_up.weight"; },
                      StatusCode::kNotFound, "blk.1.ffn_up.weight"},
-        BadModelCase{"wrong_shape", [](TinyLladaSpec& s) { s.misshape_tensor = "blk.0.attn_k.weight"; },
+        BadModelCase{"wrong_shape",
+                     [](TinyLladaSpec& s) { s.misshape_tensor = "blk.0.attn_k.weight"; },
                      StatusCode::kInvalidArgument, "blk.0.attn_k.weight"},
         BadModelCase{"unknown_arch", [](TinyLladaSpec& s) { s.architecture = "gpt-neox"; },
                      StatusCode::kUnimplemented, "gpt-neox"},

@@ -26,8 +26,7 @@ TEST(SoftmaxProbabilityTest, MatchesDefinition) {
   EXPECT_NEAR(SoftmaxProbability(l, 1, {}), std::exp(2.0) / z, 1e-15);
   // Excluding id 1 renormalises over the rest; the excluded id itself has probability 0.
   const std::vector<int32_t> ex = {1};
-  EXPECT_NEAR(SoftmaxProbability(l, 0, ex), std::exp(1.0) / (std::exp(1.0) + std::exp(0.5)),
-              1e-15);
+  EXPECT_NEAR(SoftmaxProbability(l, 0, ex), std::exp(1.0) / (std::exp(1.0) + std::exp(0.5)), 1e-15);
   EXPECT_EQ(SoftmaxProbability(l, 1, ex), 0.0);
   EXPECT_EQ(SoftmaxProbability(std::vector<float>{-kInf, 0.0f}, 0, {}), 0.0);
   EXPECT_EQ(SoftmaxProbability(std::vector<float>{-kInf, -kInf}, 0, {}), 0.0);
@@ -54,8 +53,8 @@ TEST(GumbelMaxTest, SamplesTheSoftmaxDistribution) {
   const int n = 40000;
   std::vector<int> count(l.size());
   for (int i = 0; i < n; ++i) {
-    ++count[static_cast<size_t>(
-        SampleGumbelMax(l, t, rng, static_cast<uint32_t>(i / 100), static_cast<uint32_t>(i % 100)))];
+    ++count[static_cast<size_t>(SampleGumbelMax(l, t, rng, static_cast<uint32_t>(i / 100),
+                                                static_cast<uint32_t>(i % 100)))];
   }
   for (size_t i = 0; i < l.size(); ++i) {
     const double sigma = std::sqrt(p[i] * (1 - p[i]) / n);

@@ -157,25 +157,26 @@ int BenchCommand::Run() const {
                           {"vs_baseline", r.tps.mean / rows[0].tps.mean},
                           {"vs_reference", r.tps.mean / reference_tps},
                           {"reps", reps}};
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
     return 0;
   }
   std::printf("model: %s | prompt %lld, gen %lld, block %lld, steps %lld, threads %d, %d reps\n",
               model_desc, static_cast<long long>(prompt_length),
-              static_cast<long long>(params.gen_length), static_cast<long long>(params.block_length),
-              static_cast<long long>(params.steps), GetNumThreads(), reps);
+              static_cast<long long>(params.gen_length),
+              static_cast<long long>(params.block_length), static_cast<long long>(params.steps),
+              GetNumThreads(), reps);
   std::printf(
       "\n| blas | NFE | tokens/s | ms/forward | forward GFLOP/s | GEMM peak (same run) | "
       "%% of GEMM peak | %% of %.0f FMA peak | vs %s | vs reference %.2f tok/s |\n",
       nominal, rows[0].blas.c_str(), reference_tps);
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
-    std::printf("| %s | %lld | %.2f ± %.2f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx | %.2fx |\n",
-                r.blas.c_str(), static_cast<long long>(r.nfe), r.tps.mean, r.tps.sd,
-                r.forward_ms_per_nfe.mean, r.gflops.mean, r.gemm_peak,
-                100.0 * r.gflops.mean / r.gemm_peak, 100.0 * r.gflops.mean / nominal,
-                r.tps.mean / rows[0].tps.mean, r.tps.mean / reference_tps);
+    std::printf(
+        "| %s | %lld | %.2f ± %.2f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx | %.2fx |\n",
+        r.blas.c_str(), static_cast<long long>(r.nfe), r.tps.mean, r.tps.sd,
+        r.forward_ms_per_nfe.mean, r.gflops.mean, r.gemm_peak, 100.0 * r.gflops.mean / r.gemm_peak,
+        100.0 * r.gflops.mean / nominal, r.tps.mean / rows[0].tps.mean, r.tps.mean / reference_tps);
   }
   std::printf("\nbackends: ");
   for (size_t i = 0; i < rows.size(); ++i) {

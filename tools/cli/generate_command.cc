@@ -81,7 +81,8 @@ void GenerateCommand::AddTo(CLI::App& app) {
   app.add_flag("--json", json,
                "print one JSON object on stdout: text, prompt_ids, output_ids, nfe, "
                "tokens_per_second, timings (ms), ...");
-  app.add_flag("--visual", visual, "redraw the canvas on stderr as it denoises (masks shown as \u2591)");
+  app.add_flag("--visual", visual,
+               "redraw the canvas on stderr as it denoises (masks shown as \u2591)");
 }
 
 int GenerateCommand::Run() const {
@@ -120,8 +121,9 @@ int GenerateCommand::Run() const {
   } else {
     const bool has_template = !tok.chat_template().empty();
     if (chat && !has_template) {
-      return Fail(FailedPreconditionError("--chat: the model has no chat template "
-                                          "(tokenizer.chat_template); use --no-chat"));
+      return Fail(
+          FailedPreconditionError("--chat: the model has no chat template "
+                                  "(tokenizer.chat_template); use --no-chat"));
     }
     used_chat = chat || (has_template && !no_chat);
     std::string text = prompt;
@@ -133,15 +135,14 @@ int GenerateCommand::Run() const {
     }
     // The template writes BOS itself when the model wants one; do not add a second.
     const int32_t bos = tok.special().bos;
-    const bool starts_with_bos =
-        bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
+    const bool starts_with_bos = bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
     ids = tok.Encode(text, !(used_chat && starts_with_bos), used_chat);
   }
   const double tokenize_ms = MsSince(tok_start);
 
   DiffusionTokenIds dids{tok.special().mask, tok.special().eos, tok.special().eot};
-  auto dec_or = DiffusionDecoder::Create(params, dids, ids, m.config().context_length,
-                                         m.config().vocab_size);
+  auto dec_or =
+      DiffusionDecoder::Create(params, dids, ids, m.config().context_length, m.config().vocab_size);
   if (!dec_or.ok()) return Fail(dec_or.status());
   DiffusionDecoder& dec = *dec_or;
 
@@ -155,8 +156,7 @@ int GenerateCommand::Run() const {
     char info[160];
     std::snprintf(info, sizeof(info), "step %lld/%lld  block %lld/%lld  %.2f tokens/s",
                   static_cast<long long>(r.step + 1), static_cast<long long>(params.steps),
-                  static_cast<long long>(r.block + 1),
-                  static_cast<long long>(params.num_blocks()),
+                  static_cast<long long>(r.block + 1), static_cast<long long>(params.num_blocks()),
                   secs > 0 ? static_cast<double>(committed) / secs : 0.0);
     if (visual) {
       live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" + RenderCanvas(d, tok));
@@ -180,8 +180,10 @@ int GenerateCommand::Run() const {
     j["tokens_per_second"] = stats.tokens_per_second();
     j["tokens_per_forward"] = stats.tokens_per_forward();
     j["gflops_per_second"] = stats.gflops_per_second();
-    j["timings"] = {{"load_ms", load_ms},         {"tokenize_ms", tokenize_ms},
-                    {"generate_ms", stats.total_ms}, {"forward_ms", stats.forward_ms},
+    j["timings"] = {{"load_ms", load_ms},
+                    {"tokenize_ms", tokenize_ms},
+                    {"generate_ms", stats.total_ms},
+                    {"forward_ms", stats.forward_ms},
                     {"decode_ms", stats.decode_ms}};
     j["model"] = {{"path", path},
                   {"architecture", m.config().architecture},
@@ -197,7 +199,8 @@ int GenerateCommand::Run() const {
                    {"seed", params.seed},
                    {"chat", used_chat}};
     j["backend"] = cpu::DescribeCpuBackend();
-    std::printf("%s\n", j.dump().c_str());
+    // Token text may hold invalid UTF-8 (byte-level pieces): replace it instead of throwing.
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n", text.c_str());
     std::fprintf(stderr,

@@ -59,8 +59,8 @@ int InspectCommand::Run() const {
       c.vocab_size = e->dims[1];
     }
     c.tied_output = f.FindTensor("output.weight") == nullptr;
-    std::printf("architecture: %s%s%s\n", c.architecture.c_str(), c.name.empty() ? "" : "  name: ",
-                c.name.c_str());
+    std::printf("architecture: %s%s%s\n", c.architecture.c_str(),
+                c.name.empty() ? "" : "  name: ", c.name.c_str());
     std::printf("  attention %s, %s\n",
                 c.attention == AttentionKind::kBidirectional ? "bidirectional (diffusion)"
                                                              : "causal (autoregressive)",
@@ -76,8 +76,7 @@ int InspectCommand::Run() const {
     std::printf("  parameters %s (%lld)\n", Human(static_cast<double>(c.NumParameters())).c_str(),
                 static_cast<long long>(c.NumParameters()));
   } else {
-    std::printf("architecture: not runnable by unmask: %s\n",
-                config_or.status().message().c_str());
+    std::printf("architecture: not runnable by unmask: %s\n", config_or.status().message().c_str());
   }
 
   auto tok_or = Tokenizer::FromGguf(f);

@@ -7,9 +7,8 @@
 #include "cli/inspect_command.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "unmask " UNMASK_VERSION
-      ": inference engine for masked-diffusion language models (LLaDA) on the CPU"};
+  CLI::App app{"unmask " UNMASK_VERSION
+               ": inference engine for masked-diffusion language models (LLaDA) on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "unmask " UNMASK_VERSION);
 
@@ -35,6 +34,17 @@ int main(int argc, char** argv) {
       "--block-length 32 --steps 128 -t 2");
   bench.AddTo(*ben);
 
+  // An unknown first word is a mistyped command: say so (CLI11 would only say one is required).
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr,
+                 "unmask: error: unknown command '%s' (commands: generate, inspect, bench; see "
+                 "'unmask --help')\n",
+                 argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -50,8 +60,13 @@ int main(int argc, char** argv) {
                  where.c_str());
     return 2;
   }
-  if (gen->parsed()) return generate.Run();
-  if (ins->parsed()) return inspect.Run();
-  if (ben->parsed()) return bench.Run();
+  try {
+    if (gen->parsed()) return generate.Run();
+    if (ins->parsed()) return inspect.Run();
+    if (ben->parsed()) return bench.Run();
+  } catch (const std::exception& e) {  // a bug or out of memory: still one line, no abort
+    std::fprintf(stderr, "unmask: internal error: %s\n", e.what());
+    return 70;
+  }
   return 2;
 }

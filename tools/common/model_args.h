@@ -16,8 +16,8 @@ std::string DefaultModelPath();
 
 // Model file and CPU backend flags.
 struct ModelArgs {
-  std::string model;         // -m
-  int threads = 0;           // --threads (0: all hardware threads)
+  std::string model;  // -m
+  int threads = 0;    // --threads (0: all hardware threads)
   std::string blas = "onednn";
   std::string weights = "auto";
 

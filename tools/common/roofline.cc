@@ -27,9 +27,9 @@ StatusOr<double> MeasureGemmPeakGflops(int reps) {
   for (float& v : w) v = u(rng);
   for (float& v : x) v = u(rng);
   const TensorView wv{w.data(), DType::kF32, Shape{n, k}};
-  UNMASK_ASSIGN_OR_RETURN(LinearWeight lw,
-                          LinearWeight::Prepare(std::span<const TensorView>(&wv, 1),
-                                                WeightMode::kPackedF32));
+  UNMASK_ASSIGN_OR_RETURN(
+      LinearWeight lw,
+      LinearWeight::Prepare(std::span<const TensorView>(&wv, 1), WeightMode::kPackedF32));
   const TensorView xv{x.data(), DType::kF32, Shape{m, k}};
   const TensorView yv{y.data(), DType::kF32, Shape{m, n}};
   UNMASK_RETURN_IF_ERROR(Linear(xv, lw, yv));  // warm-up (primitive creation, caches)
@@ -37,7 +37,8 @@ StatusOr<double> MeasureGemmPeakGflops(int reps) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     UNMASK_RETURN_IF_ERROR(Linear(xv, lw, yv));
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return 2.0 * m * n * k / best / 1e9;
 }

@@ -43,8 +43,8 @@ void ProgressLine::Update(int64_t done, int64_t total, std::string_view text) {
   std::string bar(static_cast<size_t>(filled), '=');
   if (filled < width) bar += '>';
   bar.resize(static_cast<size_t>(width), ' ');
-  std::string line = label_ + " [" + bar + "] " + std::to_string(done) + "/" +
-                     std::to_string(total);
+  std::string line =
+      label_ + " [" + bar + "] " + std::to_string(done) + "/" + std::to_string(total);
   if (!text.empty()) line += " " + std::string(text);
   const int max = TerminalWidth() - 1;
   if (static_cast<int>(line.size()) > max && max > 0) line.resize(static_cast<size_t>(max));

@@ -1,0 +1,155 @@
+// Tokenizer implementations (internal to src/tokenizer/): a vocabulary-backed base that does the
+// special-token partition, decoding and lookups, and the two algorithms on top of it.
+// Behavioural reference: llama.cpp src/llama-vocab.cpp.
+#ifndef UNMASK_TOKENIZER_TOKENIZER_IMPL_H_
+#define UNMASK_TOKENIZER_TOKENIZER_IMPL_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace unmask {
+
+// Token attribute bits (llama.cpp llama_token_attr, reduced to what unmask uses).
+enum TokenAttr : uint32_t {
+  kAttrUndefined = 0,
+  kAttrUnknown = 1u << 0,
+  kAttrUnused = 1u << 1,
+  kAttrNormal = 1u << 2,
+  kAttrControl = 1u << 3,
+  kAttrUserDefined = 1u << 4,
+  kAttrByte = 1u << 5,
+  kAttrLstrip = 1u << 6,  // strip whitespace left of the token when splitting it out
+  kAttrRstrip = 1u << 7,  // strip whitespace right of it
+};
+
+// Hash for heterogeneous std::string / std::string_view lookups.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// A piece of the input after the special-token partition: raw text or one special token.
+struct Fragment {
+  TokenId token = kNoToken;  // kNoToken: raw text [offset, offset + length) of the input
+  size_t offset = 0;
+  size_t length = 0;
+};
+
+class VocabTokenizer : public Tokenizer {
+ public:
+  std::vector<TokenId> Encode(std::string_view text, bool add_special,
+                              bool parse_special) const override;
+  std::string Decode(std::span<const TokenId> ids, bool skip_special) const override;
+  std::string_view TokenText(TokenId id) const override;
+  bool IsControl(TokenId id) const override;
+  TokenId FindToken(std::string_view text) const override;
+  int vocab_size() const override { return static_cast<int>(tokens_.size()); }
+  std::string_view model_name() const override { return model_; }
+  std::string_view pre_name() const override { return pre_; }
+
+  // Splits `text` on the texts of special tokens as llama.cpp tokenizer_st_partition does:
+  // user-defined tokens always, control and unknown tokens only when parse_special; longer tokens
+  // first (ties: lower id), each over all raw fragments left to right.
+  std::vector<Fragment> Partition(std::string_view text, bool parse_special) const;
+
+ protected:
+  // Fills the shared tables from a vocabulary whose array lengths and special ids were checked by
+  // Tokenizer::FromVocab. DataLoss for duplicate tokens, or add_bos/add_eos set without the id.
+  Status InitBase(Vocab&& vocab, bool default_add_bos, bool default_add_space_prefix,
+                  bool clean_spaces);
+
+  // Appends the ids of one raw-text fragment. `after_special`: the fragment starts the input or
+  // follows a special token (SentencePiece then prepends a space).
+  virtual void EncodeText(std::string_view text, bool after_special,
+                          std::vector<TokenId>* out) const = 0;
+  // Appends the text of a NORMAL token.
+  virtual void AppendNormalPiece(const std::string& token, std::string* out) const = 0;
+
+  // The id of byte `b` in SentencePiece byte fallback ("<0xXX>", else the one-byte token, else
+  // unk); kNoToken when there is none.
+  TokenId ByteToken(uint8_t b) const { return byte_tokens_[b]; }
+
+  std::string model_;
+  std::string pre_;
+  std::vector<std::string> tokens_;  // [num_tokens]
+  std::vector<float> scores_;        // [num_tokens]
+  std::vector<uint32_t> attrs_;      // [num_tokens] TokenAttr bits
+  std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>> token_to_id_;
+  std::vector<TokenId> special_cache_;  // control/user-defined/unknown ids, longest text first
+  std::array<TokenId, 256> byte_tokens_{};
+  bool add_space_prefix_ = false;
+  bool clean_spaces_ = false;
+
+ private:
+  // Appends the piece of token `id` (in range) as llama.cpp token_to_piece.
+  void AppendPiece(TokenId id, bool render_special, std::string* out) const;
+};
+
+// tokenizer.ggml.model = "llama": SentencePiece BPE over scores (llama.cpp llm_tokenizer_spm).
+class SpmTokenizer final : public VocabTokenizer {
+ public:
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(Vocab&& vocab);
+
+ protected:
+  void EncodeText(std::string_view text, bool after_special,
+                  std::vector<TokenId>* out) const override;
+  void AppendNormalPiece(const std::string& token, std::string* out) const override;
+};
+
+// tokenizer.ggml.model = "gpt2": byte-level BPE over merge ranks after a regex pre-tokenizer
+// (llama.cpp llm_tokenizer_bpe).
+class BpeTokenizer final : public VocabTokenizer {
+ public:
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(Vocab&& vocab, PreTokenizerSpec spec,
+                                                     PreTokenizer pre_tokenizer);
+
+  // Merge rank of (left, right); -1 when the pair is not a merge.
+  int MergeRank(std::string_view left, std::string_view right) const;
+
+ protected:
+  void EncodeText(std::string_view text, bool after_special,
+                  std::vector<TokenId>* out) const override;
+  void AppendNormalPiece(const std::string& token, std::string* out) const override;
+
+ private:
+  explicit BpeTokenizer(PreTokenizer pre_tokenizer) : pre_tokenizer_(std::move(pre_tokenizer)) {}
+  // Byte-level BPE of one pre-tokenized word (already mapped to GPT-2 byte stand-ins).
+  void EncodeWord(std::string_view word, std::vector<TokenId>* out) const;
+
+  struct PairHash {
+    using is_transparent = void;
+    size_t operator()(const std::pair<std::string_view, std::string_view>& p) const {
+      const size_t h1 = std::hash<std::string_view>{}(p.first);
+      const size_t h2 = std::hash<std::string_view>{}(p.second);
+      return h1 ^ (h2 + 0x9e3779b97f4a7c15ULL + (h1 << 6) + (h1 >> 2));
+    }
+    size_t operator()(const std::pair<std::string, std::string>& p) const {
+      return (*this)(std::pair<std::string_view, std::string_view>(p.first, p.second));
+    }
+  };
+  struct PairEq {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return std::string_view(a.first) == std::string_view(b.first) &&
+             std::string_view(a.second) == std::string_view(b.second);
+    }
+  };
+
+  PreTokenizer pre_tokenizer_;
+  bool ignore_merges_ = false;
+  std::unordered_map<std::pair<std::string, std::string>, int, PairHash, PairEq> merge_ranks_;
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_TOKENIZER_TOKENIZER_IMPL_H_

@@ -1,0 +1,157 @@
+// End-to-end tests of the `unmask` command line: results on stdout, one-line errors with a
+// non-zero exit code, --json output, and agreement of the CLI with the golden reference cases.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fixtures/tiny_llada.h"
+#include "test_util.h"
+
+namespace unmask {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `unmask <args>` (arguments are passed through sh; quote them in the string).
+Result RunCli(const std::string& args) {
+  const std::string err_path = testing::TempDir() + "/cli_stderr.txt";
+  const std::string cmd = std::string(UNMASK_CLI_PATH) + " " + args + " 2>" + err_path;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* f = std::fopen(err_path.c_str(), "rb")) {
+    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
+    std::fclose(f);
+  }
+  return r;
+}
+
+int CountLines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += (c == '\n');
+  return n;
+}
+
+std::string Model() { return testing::TestDataPath("models/llada-tiny-gqa2-untied-f16.gguf"); }
+
+TEST(CliTest, HelpAnswersTheMainQuestions) {
+  const Result r = RunCli("generate --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag :
+       {"--gen-length", "--steps", "--block-length", "--remasking", "--temperature", "--cfg-scale",
+        "--logits-eos-inf", "--confidence-eos-eot-inf", "--seed", "--threads", "--chat",
+        "--no-chat", "--prompt-ids", "--json", "--visual"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(CliTest, JsonOutputIsOneObjectWithTheDocumentedFields) {
+  const Result r = RunCli("generate -m " + Model() +
+                          " --prompt-ids 1,2,3,4,5 -n 16 --steps 8 --block-length 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(CountLines(r.out), 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key :
+       {"text", "prompt_ids", "output_ids", "nfe", "tokens_per_second", "timings"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["prompt_ids"], nlohmann::json::array({1, 2, 3, 4, 5}));
+  EXPECT_EQ(j["output_ids"].size(), 16u);
+  EXPECT_EQ(j["nfe"], 8);
+  EXPECT_GT(j["tokens_per_second"].get<double>(), 0.0);
+  EXPECT_TRUE(j["timings"].contains("generate_ms"));
+}
+
+TEST(CliTest, MatchesAGoldenReferenceCase) {
+  // The CLI path (flags -> params -> decoder) gives the reference's tokens.
+  std::ifstream in(testing::TestDataPath("golden/llada/b_cfg2_5_lp5.json"));
+  const auto g = nlohmann::json::parse(in);
+  std::string ids;
+  for (const auto& id : g["prompt_ids"])
+    ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+  const Result r =
+      RunCli("generate -m " + testing::TestDataPath("models/" + g["model"].get<std::string>()) +
+             " --prompt-ids " + ids + " -n " + std::to_string(g["gen_length"].get<int>()) +
+             " --steps " + std::to_string(g["steps"].get<int>()) + " --block-length " +
+             std::to_string(g["block_length"].get<int>()) + " --cfg-scale " +
+             std::to_string(g["cfg_scale"].get<double>()) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["output_ids"], g["output_ids"]);
+}
+
+TEST(CliTest, TextPromptWithChatTemplateAndProgressOnStderr) {
+  const Result r =
+      RunCli("generate -m " + Model() + " -p 'Hello there' -n 8 --steps 8 --block-length 8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(CountLines(r.out), 1);  // the text (single line here) and nothing else on stdout
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+}
+
+struct BadCall {
+  std::string args;
+  int exit_code;
+  std::string must_mention;
+};
+
+class CliErrorTest : public ::testing::TestWithParam<BadCall> {};
+
+TEST_P(CliErrorTest, PrintsOneLineAndFails) {
+  std::string args = GetParam().args;
+  const std::string model = "{MODEL}";
+  if (const size_t at = args.find(model); at != std::string::npos)
+    args.replace(at, model.size(), Model());
+  const Result r = RunCli(args);
+  EXPECT_EQ(r.exit_code, GetParam().exit_code) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(GetParam().must_mention), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliErrorTest,
+    ::testing::Values(
+        BadCall{"generate --no-such-flag", 2, "--no-such-flag"},
+        BadCall{"frobnicate", 2, "frobnicate"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --steps abc", 2, "steps"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --remasking sometimes", 2, "remasking"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --temperature -1", 2, "temperature"},
+        BadCall{"generate -m /nonexistent/model.gguf -p hi", 1, "/nonexistent/model.gguf"},
+        BadCall{"generate -m {MODEL}", 1, "prompt"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 10 --block-length 4", 1, "block_length"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 8 --block-length 4 --steps 3", 1,
+                "number of blocks"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 200 --steps 200 --block-length 200", 1,
+                "context length"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1,x,3", 1, "'x'"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1,99999 -n 8 --steps 8 --block-length 8", 1,
+                "99999"},
+        BadCall{"generate -m {MODEL} -p hi --prompt-ids 1", 2, "excludes"},
+        BadCall{"generate -m {MODEL} -p hi --chat --no-chat", 2, "excludes"},
+        BadCall{"inspect /nonexistent.gguf", 1, "/nonexistent.gguf"},
+        BadCall{"inspect " + testing::SourceDir() + "/README.md", 1, "README.md"}));
+
+TEST(CliTest, InspectPrintsArchitectureTokenizerAndTensors) {
+  const Result r = RunCli("inspect " + Model());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"architecture: llada", "bidirectional", "kv heads 2", "tokenizer: gpt2",
+                        "mask", "blk.1.ffn_down.weight", "parameters"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace unmask
