@@ -57,7 +57,11 @@ std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok) {
       out += StyleDim() + std::string(tok.TokenText(id)) + StyleReset();
     } else {
       const int32_t one[1] = {id};
-      out += tok.Decode(one, false);
+      // Control bytes (random-weight models produce them) would corrupt the terminal.
+      for (char c : tok.Decode(one, false)) {
+        const unsigned char u = static_cast<unsigned char>(c);
+        out += (u < 0x20 && c != '\n') || u == 0x7f ? std::string("\u00b7") : std::string(1, c);
+      }
     }
   }
   return out;
