@@ -12,8 +12,8 @@
 #include <limits>
 #include <vector>
 
-#include "ops/ref/activation_ref.h"
 #include "op_test_util.h"
+#include "ops/ref/activation_ref.h"
 
 namespace unmask {
 namespace {
@@ -23,7 +23,8 @@ using testing::kU;
 void ExpectSwiGluMatches(const std::vector<float>& gate_up, int64_t m, int64_t f) {
   std::vector<float> out(static_cast<size_t>(m * f), std::numeric_limits<float>::quiet_NaN());
   std::vector<float> want(out.size());
-  ASSERT_TRUE(SwiGlu(testing::View(gate_up, Shape{m, 2 * f}), testing::View(out, Shape{m, f})).ok());
+  ASSERT_TRUE(
+      SwiGlu(testing::View(gate_up, Shape{m, 2 * f}), testing::View(out, Shape{m, f})).ok());
   ref::SwiGlu(gate_up.data(), m, f, want.data());
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t i = 0; i < f; ++i) {
@@ -33,8 +34,7 @@ void ExpectSwiGluMatches(const std::vector<float>& gate_up, int64_t m, int64_t f
       const double tol =
           16 * kU * std::fabs(want[o]) + 1.5e-45 * (1.0 + std::fabs(gate)) * std::fabs(up);
       ASSERT_LE(std::fabs(static_cast<double>(out[o]) - want[o]), tol)
-          << "gate " << gate << " up " << up << " got "
-          << out[o] << " want " << want[o];
+          << "gate " << gate << " up " << up << " got " << out[o] << " want " << want[o];
     }
   }
 }
@@ -44,23 +44,24 @@ TEST(SwiGluTest, MatchesReference) {
   for (int64_t m : {0, 1, 3, 33}) {
     for (int64_t f : {1, 15, 16, 17, 100, 2048}) {
       SCOPED_TRACE("m=" + std::to_string(m) + " f=" + std::to_string(f));
-      ExpectSwiGluMatches(testing::RandomFloats(static_cast<size_t>(m * 2 * f), seed++, -8.0f, 8.0f),
-                          m, f);
+      ExpectSwiGluMatches(
+          testing::RandomFloats(static_cast<size_t>(m * 2 * f), seed++, -8.0f, 8.0f), m, f);
     }
   }
 }
 
 TEST(SwiGluTest, ExtremeGates) {
-  const std::vector<float> gates = {0.0f,   -0.0f,  1e-30f, -1e-30f, 1e-3f, -1e-3f, 20.0f,
-                                    -20.0f, 87.0f,  -87.0f, -88.5f,  -90.0f, -100.0f, 100.0f,
-                                    -103.0f, 1e30f, -1e30f};
+  const std::vector<float> gates = {0.0f,    -0.0f,  1e-30f,  -1e-30f, 1e-3f,  -1e-3f,
+                                    20.0f,   -20.0f, 87.0f,   -87.0f,  -88.5f, -90.0f,
+                                    -100.0f, 100.0f, -103.0f, 1e30f,   -1e30f};
   const int64_t f = static_cast<int64_t>(gates.size());
   std::vector<float> gate_up(gates);
   for (int64_t i = 0; i < f; ++i) gate_up.push_back(1.5f);
   ExpectSwiGluMatches(gate_up, 1, f);
   // Known values: silu(0) = 0, silu(large) = large, silu(-large) = -0.
   std::vector<float> out(static_cast<size_t>(f));
-  ASSERT_TRUE(SwiGlu(testing::View(gate_up, Shape{1, 2 * f}), testing::View(out, Shape{1, f})).ok());
+  ASSERT_TRUE(
+      SwiGlu(testing::View(gate_up, Shape{1, 2 * f}), testing::View(out, Shape{1, f})).ok());
   EXPECT_EQ(out[0], 0.0f);
   EXPECT_EQ(out[15], 1e30f * 1.5f);
   EXPECT_EQ(out[16], 0.0f);
@@ -78,11 +79,12 @@ TEST(SwiGluTest, Errors) {
   expect_invalid(SwiGlu(testing::View(gu, Shape{3, 8}), testing::View(out, Shape{2, 4})),
                  "must be [3, 4]");
   expect_invalid(SwiGlu(testing::View(gu, Shape{24}), testing::View(out, Shape{12})), "rank 2");
-  expect_invalid(SwiGlu(TensorView{gu.data(), DType::kF16, Shape{3, 8}},
-                        testing::View(out, Shape{3, 4})),
-                 "f32");
-  expect_invalid(SwiGlu(testing::View(gu, Shape{3, 8}), TensorView{gu.data(), DType::kF32, Shape{3, 4}}),
-                 "overlaps");
+  expect_invalid(
+      SwiGlu(TensorView{gu.data(), DType::kF16, Shape{3, 8}}, testing::View(out, Shape{3, 4})),
+      "f32");
+  expect_invalid(
+      SwiGlu(testing::View(gu, Shape{3, 8}), TensorView{gu.data(), DType::kF32, Shape{3, 4}}),
+      "overlaps");
   EXPECT_TRUE(SwiGlu(TensorView{nullptr, DType::kF32, Shape{0, 8}},
                      TensorView{nullptr, DType::kF32, Shape{0, 4}})
                   .ok());
@@ -110,10 +112,12 @@ TEST(AddInPlaceTest, Errors) {
   };
   expect_invalid(AddInPlace(testing::View(y, Shape{3, 4}), testing::View(x, Shape{4, 3})),
                  "shape of y");
-  expect_invalid(AddInPlace(testing::View(y, Shape{3, 4}), TensorView{x.data(), DType::kF16, Shape{3, 4}}),
-                 "f32");
-  expect_invalid(AddInPlace(testing::View(y, Shape{6}), TensorView{y.data() + 3, DType::kF32, Shape{6}}),
-                 "overlaps");
+  expect_invalid(
+      AddInPlace(testing::View(y, Shape{3, 4}), TensorView{x.data(), DType::kF16, Shape{3, 4}}),
+      "f32");
+  expect_invalid(
+      AddInPlace(testing::View(y, Shape{6}), TensorView{y.data() + 3, DType::kF32, Shape{6}}),
+      "overlaps");
   expect_invalid(AddInPlace(TensorView{}, TensorView{}), "rank");
 }
 

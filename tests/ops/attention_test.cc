@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/ref/attention_ref.h"
 #include "op_test_util.h"
+#include "ops/ref/attention_ref.h"
 
 namespace unmask {
 namespace {
@@ -36,16 +36,19 @@ struct AttnCase {
 };
 
 std::string CaseName(const AttnCase& c) {
-  return "t=" + std::to_string(c.t) + " s=" + std::to_string(c.s) + " h=" +
-         std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " d=" + std::to_string(c.d) +
+  return "t=" + std::to_string(c.t) + " s=" + std::to_string(c.s) +
+         " h=" + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+         " d=" + std::to_string(c.d) +
          (c.mask == AttentionMask::kCausal ? " causal q_pos0=" + std::to_string(c.q_pos0) : "");
 }
 
 void CheckCase(const AttnCase& c, uint64_t seed) {
   SCOPED_TRACE(CaseName(c));
   const auto q = testing::RandomFloats(static_cast<size_t>(c.t * c.heads * c.d), seed, -2, 2);
-  const auto k = testing::RandomFloats(static_cast<size_t>(c.s * c.kv_heads * c.d), seed + 1, -2, 2);
-  const auto v = testing::RandomFloats(static_cast<size_t>(c.s * c.kv_heads * c.d), seed + 2, -1, 1);
+  const auto k =
+      testing::RandomFloats(static_cast<size_t>(c.s * c.kv_heads * c.d), seed + 1, -2, 2);
+  const auto v =
+      testing::RandomFloats(static_cast<size_t>(c.s * c.kv_heads * c.d), seed + 2, -1, 1);
   AttentionParams params;
   params.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
   params.mask = c.mask;
@@ -77,8 +80,8 @@ void CheckCase(const AttnCase& c, uint64_t seed) {
       const double err = std::fabs(static_cast<double>(out[o]) - want[o]);
       if (!(err <= tol) && failures++ < 5) {
         ADD_FAILURE() << "query " << row / c.heads << " head " << row % c.heads << " dim " << e
-                      << ": got " << out[o] << " want " << want[o] << " |err| " << err
-                      << " > tol " << tol;
+                      << ": got " << out[o] << " want " << want[o] << " |err| " << err << " > tol "
+                      << tol;
       }
     }
   }
@@ -98,7 +101,8 @@ TEST_P(AttentionTest, MatchesReference) {
           // Direct loops (t * s * d <= 32K) and the Sgemm path (incl. 2 query blocks at t = 160).
           CheckCase({3, 7 + q_pos0, h, kv, d, mask, q_pos0}, seed += 3);
           CheckCase({37, 45 + q_pos0, h, kv, d, mask, q_pos0}, seed += 3);
-          if (d == 64 && ratio == 2) CheckCase({160, 160 + q_pos0, h, kv, d, mask, q_pos0}, seed += 3);
+          if (d == 64 && ratio == 2)
+            CheckCase({160, 160 + q_pos0, h, kv, d, mask, q_pos0}, seed += 3);
         }
       }
     }
@@ -118,9 +122,11 @@ TEST_P(AttentionTest, CausalFirstQueryCopiesFirstValue) {
   std::vector<float> out(q.size());
   AttentionParams params{0.125f, AttentionMask::kCausal, 0};
   ASSERT_TRUE(Attention(testing::View(q, Shape{40, 2, d}), testing::View(k, Shape{s, 2, d}),
-                        testing::View(v, Shape{s, 2, d}), params, testing::View(out, Shape{40, 2, d}))
+                        testing::View(v, Shape{s, 2, d}), params,
+                        testing::View(out, Shape{40, 2, d}))
                   .ok());
-  for (int64_t e = 0; e < 2 * d; ++e) EXPECT_EQ(out[static_cast<size_t>(e)], v[static_cast<size_t>(e)]);
+  for (int64_t e = 0; e < 2 * d; ++e)
+    EXPECT_EQ(out[static_cast<size_t>(e)], v[static_cast<size_t>(e)]);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllProviders, AttentionTest, ::testing::ValuesIn(testing::AllProviders()),
@@ -143,8 +149,7 @@ TEST(AttentionErrorsTest, InvalidArguments) {
   expect_invalid(Attention(qv, testing::View(k, Shape{12, 2, 4}), testing::View(v, Shape{12, 2, 4}),
                            ok_params, ov),
                  "head_dim");
-  expect_invalid(Attention(qv, kv, testing::View(v, Shape{3, 4, 8}), ok_params, ov),
-                 "shape of k");
+  expect_invalid(Attention(qv, kv, testing::View(v, Shape{3, 4, 8}), ok_params, ov), "shape of k");
   expect_invalid(Attention(qv, kv, vv, ok_params, testing::View(out, Shape{4, 2, 16})),
                  "shape of q");
   expect_invalid(Attention(testing::View(q, Shape{4, 3, 8}), kv, vv, ok_params,
@@ -156,21 +161,26 @@ TEST(AttentionErrorsTest, InvalidArguments) {
   expect_invalid(Attention(qv, testing::View(k, Shape{0, 2, 8}), testing::View(v, Shape{0, 2, 8}),
                            ok_params, ov),
                  "no keys");
-  expect_invalid(Attention(TensorView{q.data(), DType::kF16, Shape{4, 4, 8}}, kv, vv, ok_params, ov),
-                 "f32");
+  expect_invalid(
+      Attention(TensorView{q.data(), DType::kF16, Shape{4, 4, 8}}, kv, vv, ok_params, ov), "f32");
   expect_invalid(Attention(qv, kv, vv, AttentionParams{0.3f, AttentionMask::kCausal, -1}, ov),
                  "q_pos0");
   expect_invalid(Attention(qv, kv, vv, AttentionParams{0.3f, static_cast<AttentionMask>(7), 0}, ov),
                  "AttentionMask");
   expect_invalid(
-      Attention(qv, kv, vv, AttentionParams{std::numeric_limits<float>::quiet_NaN(), AttentionMask::kNone, 0}, ov),
+      Attention(qv, kv, vv,
+                AttentionParams{std::numeric_limits<float>::quiet_NaN(), AttentionMask::kNone, 0},
+                ov),
       "scale");
   expect_invalid(
-      Attention(qv, kv, vv, AttentionParams{std::numeric_limits<float>::infinity(), AttentionMask::kNone, 0}, ov),
+      Attention(qv, kv, vv,
+                AttentionParams{std::numeric_limits<float>::infinity(), AttentionMask::kNone, 0},
+                ov),
       "scale");
   expect_invalid(Attention(qv, kv, vv, ok_params, qv), "must not overlap");
-  expect_invalid(Attention(qv, kv, vv, ok_params, TensorView{k.data(), DType::kF32, Shape{4, 4, 8}}),
-                 "must not overlap");
+  expect_invalid(
+      Attention(qv, kv, vv, ok_params, TensorView{k.data(), DType::kF32, Shape{4, 4, 8}}),
+      "must not overlap");
   expect_invalid(Attention(qv, kv, vv, ok_params, TensorView{nullptr, DType::kF32, Shape{4, 4, 8}}),
                  "null data");
   // No queries: valid, nothing to do (even with no keys).

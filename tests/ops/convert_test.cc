@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/half.h"
-#include "ops/ref/convert_ref.h"
 #include "op_test_util.h"
+#include "ops/ref/convert_ref.h"
 
 namespace unmask {
 namespace {
@@ -72,9 +72,9 @@ std::vector<BlockQ8_0> RandomQ8Blocks(size_t num_blocks, uint64_t seed) {
   // Scales: typical values plus edge cases (zero, negative zero, subnormal, max f16, inf).
   const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x03FF, 0x7BFF, 0x7C00, 0xFBFF, 0x3C00};
   for (size_t b = 0; b < num_blocks; ++b) {
-    blocks[b].d = b < std::size(special) ? special[b] : F32ToF16(std::ldexp(
-                                                            static_cast<float>(rng() % 1000 + 1),
-                                                            -static_cast<int>(rng() % 20) - 8));
+    blocks[b].d = b < std::size(special) ? special[b]
+                                         : F32ToF16(std::ldexp(static_cast<float>(rng() % 1000 + 1),
+                                                               -static_cast<int>(rng() % 20) - 8));
     for (int j = 0; j < kQ8_0BlockSize; ++j) {
       blocks[b].qs[j] = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
     }
@@ -132,12 +132,12 @@ TEST_P(GetRowsTest, MatchesReference) {
   const DType dtype = GetParam();
   for (int64_t dim : {32, 96, 800}) {
     const testing::Table table = testing::MakeTable(dtype, 50, dim, 11);
-    const std::vector<int32_t> ids = {0, 49, 7, 7, 23, 1, 48, 0, 31, 2, 3, 4, 5, 6, 8,
-                                      9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+    const std::vector<int32_t> ids = {0, 49, 7,  7,  23, 1,  48, 0,  31, 2,  3,  4,  5, 6,
+                                      8, 9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
     std::vector<float> out(ids.size() * static_cast<size_t>(dim), -1.0f);
-    ASSERT_TRUE(GetRows(table.view, ids,
-                        testing::View(out, Shape{static_cast<int64_t>(ids.size()), dim}))
-                    .ok());
+    ASSERT_TRUE(
+        GetRows(table.view, ids, testing::View(out, Shape{static_cast<int64_t>(ids.size()), dim}))
+            .ok());
     for (size_t i = 0; i < ids.size(); ++i) {
       for (int64_t c = 0; c < dim; ++c) {
         ASSERT_TRUE(SameBits(out[i * static_cast<size_t>(dim) + static_cast<size_t>(c)],

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas_onednn.h"
 #include "backend/cpu/blas_openblas.h"
 #include "backend/cpu/blas_reference.h"
 #include "backend/cpu/cpu_isa.h"
@@ -114,11 +115,15 @@ void CheckSgemm(const GemmCase& g, uint64_t seed) {
   const int64_t a_rows = g.ta ? g.k : g.m, a_cols = g.ta ? g.m : g.k;
   const int64_t b_rows = g.tb ? g.n : g.k, b_cols = g.tb ? g.k : g.n;
   const int64_t lda = a_cols + g.lda_pad, ldb = b_cols + g.ldb_pad, ldc = g.n + g.ldc_pad;
-  const auto a = testing::RandomFloats(static_cast<size_t>(std::max<int64_t>(1, a_rows * lda)), seed);
-  const auto b = testing::RandomFloats(static_cast<size_t>(std::max<int64_t>(1, b_rows * ldb)), seed + 1);
-  const auto c0 = testing::RandomFloats(static_cast<size_t>(std::max<int64_t>(1, g.m * ldc)), seed + 2);
+  const auto a =
+      testing::RandomFloats(static_cast<size_t>(std::max<int64_t>(1, a_rows * lda)), seed);
+  const auto b =
+      testing::RandomFloats(static_cast<size_t>(std::max<int64_t>(1, b_rows * ldb)), seed + 1);
+  const auto c0 =
+      testing::RandomFloats(static_cast<size_t>(std::max<int64_t>(1, g.m * ldc)), seed + 2);
   std::vector<float> c(c0), want(c0);
-  cpu::Sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+  cpu::Sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(),
+             ldc);
   cpu::reference::Sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta,
                         want.data(), ldc);
   for (int64_t i = 0; i < g.m; ++i) {
@@ -130,12 +135,15 @@ void CheckSgemm(const GemmCase& g, uint64_t seed) {
       }
       double abs_sum = std::fabs(g.beta * c0[o]);
       for (int64_t p = 0; p < g.k; ++p) {
-        const float av = g.ta ? a[static_cast<size_t>(p * lda + i)] : a[static_cast<size_t>(i * lda + p)];
-        const float bv = g.tb ? b[static_cast<size_t>(j * ldb + p)] : b[static_cast<size_t>(p * ldb + j)];
+        const float av =
+            g.ta ? a[static_cast<size_t>(p * lda + i)] : a[static_cast<size_t>(i * lda + p)];
+        const float bv =
+            g.tb ? b[static_cast<size_t>(j * ldb + p)] : b[static_cast<size_t>(p * ldb + j)];
         abs_sum += std::fabs(static_cast<double>(g.alpha) * av * bv);
       }
       const double bound = Gamma(g.k + 2) * abs_sum + kU * std::fabs(want[o]);
-      ASSERT_LE(std::fabs(static_cast<double>(c[o]) - want[o]), bound) << "c[" << i << ", " << j << "]";
+      ASSERT_LE(std::fabs(static_cast<double>(c[o]) - want[o]), bound)
+          << "c[" << i << ", " << j << "]";
     }
   }
 }
@@ -164,7 +172,9 @@ TEST_P(SgemmTest, MatchesReference) {
 
 // Inside ParallelFor workers (as attention does when SgemmRunsNested()).
 TEST_P(SgemmTest, CallsFromParallelForWorkers) {
-  if (!cpu::SgemmRunsNested()) GTEST_SKIP() << "provider does not support nested calls";
+  if (!cpu::SgemmRunsNested()) {
+    GTEST_SKIP() << "OpenBLAS: ops do not call Sgemm from ParallelFor workers (SgemmRunsNested)";
+  }
   const int64_t m = 20, n = 24, k = 40, items = 16;
   const auto a = testing::RandomFloats(static_cast<size_t>(items * m * k), 1);
   const auto b = testing::RandomFloats(static_cast<size_t>(n * k), 2);
@@ -190,6 +200,10 @@ TEST(PackedGemmTest, Errors) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   auto zero = cpu::PackedGemm::Pack(AllocateAligned(64), 0, 4);
   EXPECT_EQ(zero.status().code(), StatusCode::kInvalidArgument);
+  auto onednn_bad = cpu::onednn::PackedWeight::Pack(nullptr, 4, 4);
+  EXPECT_EQ(onednn_bad.status().code(), StatusCode::kInvalidArgument);
+  const float w[4] = {1, 2, 3, 4};
+  EXPECT_EQ(cpu::onednn::PackedWeight::Pack(w, 2, 0).status().code(), StatusCode::kInvalidArgument);
   cpu::PackedGemm empty;
   float x = 1.0f, y = 0.0f;
   EXPECT_EQ(empty.Run(&x, 1, &y).code(), StatusCode::kFailedPrecondition);

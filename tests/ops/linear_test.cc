@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "backend/cpu/blas_onednn.h"
+#include "op_test_util.h"
 #include "ops/linear_impl.h"
 #include "ops/ref/linear_ref.h"
-#include "op_test_util.h"
 
 namespace unmask {
 namespace {
@@ -32,7 +32,8 @@ using cpu::GemmProvider;
 using testing::Gamma;
 using testing::kU;
 
-constexpr int64_t kMs[] = {0, 1, 2, 3, 7, 31, 33, 100};
+// 4 and 5 straddle the on-the-fly fused small-M kernel's limit (M <= 4).
+constexpr int64_t kMs[] = {0, 1, 2, 3, 4, 5, 7, 31, 33, 100};
 
 // Checks y = x * w^T against the reference, with the bound above. w_f32: [n, k] exact image.
 void ExpectLinearMatches(const std::vector<float>& x, const std::vector<float>& w_f32, int64_t m,
@@ -99,8 +100,8 @@ TEST_P(LinearTest, MatchesReferenceOverShapes) {
                    " n=" + std::to_string(d.n));
       const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * d.k), seed++);
       std::vector<float> y(static_cast<size_t>(m * d.n), std::numeric_limits<float>::quiet_NaN());
-      const Status s = Linear(testing::View(x, Shape{m, d.k}), *weight,
-                              testing::View(y, Shape{m, d.n}));
+      const Status s =
+          Linear(testing::View(x, Shape{m, d.k}), *weight, testing::View(y, Shape{m, d.n}));
       ASSERT_TRUE(s.ok()) << s.ToString();
       ExpectLinearMatches(x, w.f32, m, d.k, d.n, y);
     }
@@ -132,18 +133,19 @@ TEST_P(LinearTest, FusedPartsOfMixedDTypes) {
   }
 }
 
-// K = 8192 makes on-the-fly panels 16 rows (the minimum): N = 40 -> 16 + 16 + 8.
+// K = 16384 makes on-the-fly panels 16 rows (the minimum): N = 40 -> 16 + 16 + 8.
 TEST_P(LinearTest, LargeKSmallPanels) {
   const auto [provider, dtype, mode] = GetParam();
-  const testing::Table w = testing::MakeTable(dtype, 40, 8192, 4);
+  const testing::Table w = testing::MakeTable(dtype, 40, 16384, 4);
+  ASSERT_EQ(cpu::OnTheFlyPanelRows(16384), 16);
   auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
   ASSERT_TRUE(weight.ok()) << weight.status().ToString();
-  for (int64_t m : {1, 3}) {
-    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * 8192), 5);
+  for (int64_t m : {1, 5}) {  // fused kernel and panels
+    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * 16384), 5);
     std::vector<float> y(static_cast<size_t>(m * 40));
     ASSERT_TRUE(
-        Linear(testing::View(x, Shape{m, 8192}), *weight, testing::View(y, Shape{m, 40})).ok());
-    ExpectLinearMatches(x, w.f32, m, 8192, 40, y);
+        Linear(testing::View(x, Shape{m, 16384}), *weight, testing::View(y, Shape{m, 40})).ok());
+    ExpectLinearMatches(x, w.f32, m, 16384, 40, y);
   }
 }
 
@@ -296,6 +298,11 @@ TEST(LinearWeightTest, PrepareErrors) {
   const TensorView no_rows{buf.data(), DType::kF32, Shape{0, 32}};
   expect_invalid({&no_rows, 1}, WeightMode::kPackedF32, "no rows");
   expect_invalid({&ok, 1}, static_cast<WeightMode>(42), "WeightMode");
+  const TensorView negative_rows{buf.data(), DType::kF32, Shape{-3, 32}};
+  expect_invalid({&negative_rows, 1}, WeightMode::kPackedF32, "must be [out_i, in]");
+  // Checked before anything is allocated or read.
+  const TensorView huge{buf.data(), DType::kF32, Shape{int64_t{1} << 40, int64_t{1} << 30}};
+  expect_invalid({&huge, 1}, WeightMode::kPackedF32, "too large");
   // A zero-row part among others is fine.
   const TensorView with_empty[] = {ok, no_rows, ok};
   auto w = LinearWeight::Prepare(with_empty, WeightMode::kOnTheFly);

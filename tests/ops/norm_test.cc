@@ -12,8 +12,8 @@
 #include <limits>
 #include <vector>
 
-#include "ops/ref/norm_ref.h"
 #include "op_test_util.h"
+#include "ops/ref/norm_ref.h"
 
 namespace unmask {
 namespace {
@@ -30,7 +30,8 @@ TEST(RmsNormTest, MatchesReference) {
                      " eps=" + std::to_string(eps));
         const std::vector<float> x =
             testing::RandomFloats(static_cast<size_t>(m * d), seed++, -3.0f, 3.0f);
-        const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(d), seed++, 0.5f, 2.0f);
+        const std::vector<float> w =
+            testing::RandomFloats(static_cast<size_t>(d), seed++, 0.5f, 2.0f);
         std::vector<float> y(x.size(), std::numeric_limits<float>::quiet_NaN()), want(x.size());
         ASSERT_TRUE(RmsNorm(testing::View(x, Shape{m, d}), testing::View(w, Shape{d}), eps,
                             testing::View(y, Shape{m, d}))

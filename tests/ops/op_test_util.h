@@ -32,8 +32,7 @@ inline double Gamma(int64_t n) {
   return nu / (1.0 - nu);
 }
 
-inline std::vector<float> RandomFloats(size_t n, uint64_t seed, float lo = -1.0f,
-                                       float hi = 1.0f) {
+inline std::vector<float> RandomFloats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
@@ -87,14 +86,14 @@ inline Status SelectProvider(cpu::GemmProvider provider) {
 }
 
 // For SetUp(): selects `provider`, skipping the test with a message when OpenBLAS cannot be loaded.
-#define UNMASK_SELECT_PROVIDER_OR_SKIP(provider)                                             \
-  do {                                                                                       \
-    const ::unmask::Status unmask_select_ = ::unmask::testing::SelectProvider(provider);     \
-    if (!unmask_select_.ok() && (provider) == ::unmask::cpu::GemmProvider::kOpenBlas &&      \
-        unmask_select_.code() == ::unmask::StatusCode::kFailedPrecondition) {                \
-      GTEST_SKIP() << "SKIPPED: OpenBLAS not available: " << unmask_select_.ToString();      \
-    }                                                                                        \
-    ASSERT_TRUE(unmask_select_.ok()) << unmask_select_.ToString();                           \
+#define UNMASK_SELECT_PROVIDER_OR_SKIP(provider)                                         \
+  do {                                                                                   \
+    const ::unmask::Status unmask_select_ = ::unmask::testing::SelectProvider(provider); \
+    if (!unmask_select_.ok() && (provider) == ::unmask::cpu::GemmProvider::kOpenBlas &&  \
+        unmask_select_.code() == ::unmask::StatusCode::kFailedPrecondition) {            \
+      GTEST_SKIP() << "SKIPPED: OpenBLAS not available: " << unmask_select_.ToString();  \
+    }                                                                                    \
+    ASSERT_TRUE(unmask_select_.ok()) << unmask_select_.ToString();                       \
   } while (0)
 
 // Restores the default provider (oneDNN) after a test.
@@ -140,8 +139,8 @@ inline Table MakeTable(DType dtype, int64_t vocab, int64_t dim, uint64_t seed) {
         const float d = amax / 127.0f;
         blk.d = F32ToF16(d);
         for (int j = 0; j < kQ8_0BlockSize; ++j) {
-          blk.qs[j] = static_cast<int8_t>(
-              d == 0.0f ? 0 : std::lround(v[b * kQ8_0BlockSize + j] / d));
+          blk.qs[j] =
+              static_cast<int8_t>(d == 0.0f ? 0 : std::lround(v[b * kQ8_0BlockSize + j] / d));
         }
         std::memcpy(row + static_cast<size_t>(b) * sizeof(BlockQ8_0), &blk, sizeof(blk));
       }

@@ -12,9 +12,9 @@
 #include <limits>
 #include <vector>
 
+#include "op_test_util.h"
 #include "ops/ref/linear_ref.h"
 #include "ops/ref/rope_ref.h"
-#include "op_test_util.h"
 
 namespace unmask {
 namespace {
@@ -75,13 +75,15 @@ TEST_P(RopeTest, MatchesReference) {
       std::vector<float> x =
           testing::RandomFloats(static_cast<size_t>(m * heads * c.head_dim), 7, -2.0f, 2.0f);
       std::vector<int32_t> positions(static_cast<size_t>(m));
-      for (int64_t i = 0; i < m; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>((i * 997) % 4096);
+      for (int64_t i = 0; i < m; ++i)
+        positions[static_cast<size_t>(i)] = static_cast<int32_t>((i * 997) % 4096);
       std::vector<float> want(x);
-      ref::ApplyRope(want.data(), m, heads, c.head_dim, positions.data(), c.rope_dim, base, c.layout);
+      ref::ApplyRope(want.data(), m, heads, c.head_dim, positions.data(), c.rope_dim, base,
+                     c.layout);
       const std::vector<float> before(x);
-      ASSERT_TRUE(ApplyRope(testing::View(x, Shape{m, heads, c.head_dim}), positions, *table,
-                            c.layout)
-                      .ok());
+      ASSERT_TRUE(
+          ApplyRope(testing::View(x, Shape{m, heads, c.head_dim}), positions, *table, c.layout)
+              .ok());
       const int64_t half = c.rope_dim / 2;
       for (int64_t r = 0; r < m * heads; ++r) {
         const float* in = before.data() + r * c.head_dim;
@@ -135,7 +137,9 @@ TEST(RopeEquivalenceTest, InterleavedOnPermutedWeightsEqualsNeox) {
   const std::vector<float> w_hf = testing::RandomFloats(static_cast<size_t>(n * k), 1);
   std::vector<float> w_gguf(w_hf.size());
   auto gguf_row = [&](int64_t h, int64_t j, int64_t i) { return h * head_dim + 2 * i + j; };
-  auto hf_row = [&](int64_t h, int64_t j, int64_t i) { return h * head_dim + j * head_dim / 2 + i; };
+  auto hf_row = [&](int64_t h, int64_t j, int64_t i) {
+    return h * head_dim + j * head_dim / 2 + i;
+  };
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t j = 0; j < 2; ++j) {
       for (int64_t i = 0; i < head_dim / 2; ++i) {
@@ -181,21 +185,22 @@ TEST(RopeTest, ApplyErrors) {
     EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
   };
   expect_invalid(ApplyRope(xv, std::vector<int32_t>{0}, *table, RopeLayout::kNeox), "1 positions");
-  expect_invalid(ApplyRope(xv, std::vector<int32_t>{0, 8}, *table, RopeLayout::kNeox), "position 8");
+  expect_invalid(ApplyRope(xv, std::vector<int32_t>{0, 8}, *table, RopeLayout::kNeox),
+                 "position 8");
   expect_invalid(ApplyRope(xv, std::vector<int32_t>{-1, 0}, *table, RopeLayout::kInterleaved),
                  "position -1");
   expect_invalid(ApplyRope(testing::View(x, Shape{2, 4, 8}), pos, *table, RopeLayout::kNeox),
                  "exceeds head_dim");
   expect_invalid(ApplyRope(testing::View(x, Shape{4, 16}), pos, *table, RopeLayout::kNeox),
                  "rank 3");
-  expect_invalid(ApplyRope(TensorView{x.data(), DType::kF16, Shape{2, 2, 16}}, pos, *table,
-                           RopeLayout::kNeox),
-                 "f32");
+  expect_invalid(
+      ApplyRope(TensorView{x.data(), DType::kF16, Shape{2, 2, 16}}, pos, *table, RopeLayout::kNeox),
+      "f32");
   expect_invalid(ApplyRope(xv, pos, RopeTable(), RopeLayout::kNeox), "empty");
   expect_invalid(ApplyRope(xv, pos, *table, static_cast<RopeLayout>(9)), "RopeLayout");
-  EXPECT_TRUE(ApplyRope(TensorView{nullptr, DType::kF32, Shape{0, 2, 16}}, {}, *table,
-                        RopeLayout::kNeox)
-                  .ok());
+  EXPECT_TRUE(
+      ApplyRope(TensorView{nullptr, DType::kF32, Shape{0, 2, 16}}, {}, *table, RopeLayout::kNeox)
+          .ok());
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include <limits>
 #include <vector>
 
-#include "ops/ref/softmax_ref.h"
 #include "op_test_util.h"
+#include "ops/ref/softmax_ref.h"
 
 namespace unmask {
 namespace {
@@ -76,6 +76,9 @@ TEST(SoftmaxTest, Errors) {
   EXPECT_NE(s.message().find("f32"), std::string::npos);
   s = SoftmaxInPlace(testing::View(x, Shape{6}));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  s = SoftmaxInPlace(TensorView{x.data(), DType::kF32, Shape{-2, 3}});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("negative dim"), std::string::npos);
   s = SoftmaxInPlace(TensorView{nullptr, DType::kF32, Shape{2, 3}});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_TRUE(SoftmaxInPlace(TensorView{nullptr, DType::kF32, Shape{0, 3}}).ok());

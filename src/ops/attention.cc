@@ -1,0 +1,66 @@
+#include "ops/attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "ops/kernels_cpu.h"
+#include "ops/op_check.h"
+
+namespace unmask {
+
+Status Attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                 const AttentionParams& params, TensorView out) {
+  using ops_internal::Describe;
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "q", q, 3));
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "k", k, 3));
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "v", v, 3));
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "out", out, 3));
+  const int64_t t = q.shape[0];
+  const int64_t num_heads = q.shape[1];
+  const int64_t head_dim = q.shape[2];
+  const int64_t s = k.shape[0];
+  const int64_t num_kv_heads = k.shape[1];
+  if (k.shape[2] != head_dim) {
+    return InvalidArgumentError("Attention: head_dim of " + Describe("k", k) + " differs from " +
+                                Describe("q", q));
+  }
+  if (!(v.shape == k.shape)) {
+    return InvalidArgumentError("Attention: " + Describe("v", v) + " must have the shape of " +
+                                Describe("k", k));
+  }
+  if (!(out.shape == q.shape)) {
+    return InvalidArgumentError("Attention: " + Describe("out", out) + " must have the shape of " +
+                                Describe("q", q));
+  }
+  if (num_kv_heads < 1 || num_heads % num_kv_heads != 0) {
+    return InvalidArgumentError("Attention: num_heads " + std::to_string(num_heads) +
+                                " (q) must be a multiple of num_kv_heads " +
+                                std::to_string(num_kv_heads) + " (k/v), which must be >= 1");
+  }
+  if (s == 0 && t > 0) {
+    return InvalidArgumentError("Attention: no keys (" + Describe("k", k) + ") for " +
+                                std::to_string(t) + " queries");
+  }
+  if (params.mask != AttentionMask::kNone && params.mask != AttentionMask::kCausal) {
+    return InvalidArgumentError("Attention: unknown AttentionMask value " +
+                                std::to_string(static_cast<int>(params.mask)));
+  }
+  if (params.mask == AttentionMask::kCausal && params.q_pos0 < 0) {
+    return InvalidArgumentError("Attention: q_pos0 must be >= 0 for causal attention, got " +
+                                std::to_string(params.q_pos0));
+  }
+  if (!std::isfinite(params.scale)) {
+    return InvalidArgumentError("Attention: scale must be finite, got " +
+                                std::to_string(params.scale));
+  }
+  if (ops_internal::Overlap(out, q) || ops_internal::Overlap(out, k) ||
+      ops_internal::Overlap(out, v)) {
+    return InvalidArgumentError("Attention: out must not overlap q, k or v");
+  }
+  if (t == 0 || num_heads == 0 || head_dim == 0) return Status::Ok();
+  cpu::AttentionF32(q.as<float>(), k.as<float>(), v.as<float>(), t, s, num_heads, num_kv_heads,
+                    head_dim, params, out.as<float>());
+  return Status::Ok();
+}
+
+}  // namespace unmask

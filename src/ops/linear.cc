@@ -1,0 +1,171 @@
+#include "ops/linear.h"
+
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "core/parallel.h"
+#include "ops/kernels_cpu.h"
+#include "ops/linear_impl.h"
+#include "ops/op_check.h"
+
+namespace unmask {
+namespace {
+
+bool SupportedWeightDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
+         dtype == DType::kQ8_0;
+}
+
+std::string PartName(size_t i) { return "parts[" + std::to_string(i) + "]"; }
+
+Status CheckParts(std::span<const TensorView> parts, int64_t* n, int64_t* k) {
+  if (parts.empty()) return InvalidArgumentError("LinearWeight::Prepare: no weight parts");
+  *n = 0;
+  *k = -1;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const TensorView& p = parts[i];
+    const std::string name = ops_internal::Describe(PartName(i), p);
+    if (!SupportedWeightDType(p.dtype)) {
+      return InvalidArgumentError("LinearWeight::Prepare: " + name +
+                                  ": unsupported dtype (supported: f32, f16, bf16, q8_0)");
+    }
+    if (p.shape.rank() != 2 || p.shape[0] < 0 || p.shape[1] < 1) {
+      return InvalidArgumentError("LinearWeight::Prepare: " + name +
+                                  " must be [out_i, in] with in >= 1");
+    }
+    if (*k >= 0 && p.shape[1] != *k) {
+      return InvalidArgumentError("LinearWeight::Prepare: " + name + " has in_features " +
+                                  std::to_string(p.shape[1]) + ", parts[0] has " +
+                                  std::to_string(*k));
+    }
+    *k = p.shape[1];
+    if (!RowBytes(p.dtype, *k)) {
+      return InvalidArgumentError("LinearWeight::Prepare: " + name + ": in_features " +
+                                  std::to_string(*k) + " is not a multiple of the " +
+                                  std::string(DTypeName(p.dtype)) + " block size " +
+                                  std::to_string(GetDTypeInfo(p.dtype).block_size));
+    }
+    if (p.data == nullptr && p.shape[0] > 0) {
+      return InvalidArgumentError("LinearWeight::Prepare: " + name + " has null data");
+    }
+    *n += p.shape[0];
+  }
+  if (*n < 1) return InvalidArgumentError("LinearWeight::Prepare: the parts have no rows");
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
+  if (*n > kMaxElements / *k) {
+    return InvalidArgumentError("LinearWeight::Prepare: [" + std::to_string(*n) + ", " +
+                                std::to_string(*k) + "] is too large");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+LinearWeight::LinearWeight() = default;
+LinearWeight::~LinearWeight() = default;
+LinearWeight::LinearWeight(LinearWeight&&) noexcept = default;
+LinearWeight& LinearWeight::operator=(LinearWeight&&) noexcept = default;
+
+int64_t LinearWeight::out_features() const { return impl_ ? impl_->n : 0; }
+int64_t LinearWeight::in_features() const { return impl_ ? impl_->k : 0; }
+WeightMode LinearWeight::mode() const { return impl_ ? impl_->mode : WeightMode::kPackedF32; }
+size_t LinearWeight::owned_bytes() const { return impl_ ? impl_->owned_bytes : 0; }
+
+StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, WeightMode mode) {
+  if (mode != WeightMode::kAuto && mode != WeightMode::kPackedF32 &&
+      mode != WeightMode::kOnTheFly) {
+    return InvalidArgumentError("LinearWeight::Prepare: unknown WeightMode value " +
+                                std::to_string(static_cast<int>(mode)));
+  }
+  int64_t n = 0, k = 0;
+  UNMASK_RETURN_IF_ERROR(CheckParts(parts, &n, &k));
+  auto impl = std::make_unique<Impl>();
+  impl->n = n;
+  impl->k = k;
+  impl->mode = mode == WeightMode::kOnTheFly ? WeightMode::kOnTheFly : WeightMode::kPackedF32;
+  try {
+    if (impl->mode == WeightMode::kPackedF32) {
+      auto dense = AllocateAligned(static_cast<size_t>(n * k) * sizeof(float));
+      auto* dst = static_cast<float*>(dense.get());
+      int64_t row0 = 0;
+      for (const TensorView& p : parts) {
+        const auto* src = static_cast<const uint8_t*>(p.data);
+        const size_t row_bytes = *RowBytes(p.dtype, k);
+        ParallelFor(p.shape[0], 64, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            cpu::ConvertRow(p.dtype, src + static_cast<size_t>(r) * row_bytes, k,
+                            dst + (row0 + r) * k);
+          }
+        });
+        row0 += p.shape[0];
+      }
+      UNMASK_ASSIGN_OR_RETURN(impl->packed, cpu::PackedGemm::Pack(std::move(dense), n, k));
+      impl->owned_bytes = impl->packed.bytes();
+    } else {
+      int64_t row0 = 0;
+      for (const TensorView& p : parts) {
+        if (p.shape[0] == 0) continue;
+        Impl::Segment seg;
+        seg.row0 = row0;
+        seg.rows = p.shape[0];
+        seg.dtype = p.dtype;
+        seg.row_bytes = *RowBytes(p.dtype, k);
+        const size_t bytes = seg.row_bytes * static_cast<size_t>(seg.rows);
+        if (parts.size() == 1) {
+          seg.data = static_cast<const uint8_t*>(p.data);  // referenced, not copied
+        } else {
+          auto copy = AllocateAligned(bytes);
+          std::memcpy(copy.get(), p.data, bytes);
+          seg.data = static_cast<const uint8_t*>(copy.get());
+          impl->owned.push_back(std::move(copy));
+          impl->owned_bytes += bytes;
+        }
+        impl->segments.push_back(seg);
+        row0 += seg.rows;
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("LinearWeight::Prepare: out of memory for a [" +
+                                  std::to_string(n) + ", " + std::to_string(k) + "] weight");
+  }
+  LinearWeight w;
+  w.impl_ = std::move(impl);
+  return w;
+}
+
+Status Linear(const TensorView& x, const LinearWeight& w, TensorView y) {
+  using ops_internal::Describe;
+  const LinearWeight::Impl* impl = w.impl();
+  if (impl == nullptr) {
+    return InvalidArgumentError("Linear: the weight is empty (not prepared, or moved from)");
+  }
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Linear", "x", x, -1));
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Linear", "y", y, -1));
+  const int64_t m = x.rows();
+  if (x.cols() != impl->k) {
+    return InvalidArgumentError("Linear: " + Describe("x", x) + " must have " +
+                                std::to_string(impl->k) + " columns (in_features of the [" +
+                                std::to_string(impl->n) + ", " + std::to_string(impl->k) +
+                                "] weight)");
+  }
+  if (y.rows() != m || y.cols() != impl->n) {
+    return InvalidArgumentError("Linear: " + Describe("y", y) + " must be [" + std::to_string(m) +
+                                ", " + std::to_string(impl->n) + "] for " + Describe("x", x) +
+                                " and a [" + std::to_string(impl->n) + ", " +
+                                std::to_string(impl->k) + "] weight");
+  }
+  if (ops_internal::Overlap(x, y)) {
+    return InvalidArgumentError("Linear: y overlaps x");
+  }
+  if (m == 0) return Status::Ok();
+  if (impl->mode == WeightMode::kPackedF32) {
+    return impl->packed.Run(x.as<float>(), m, y.as<float>());
+  }
+  cpu::LinearOnTheFly(*impl, x.as<float>(), m, y.as<float>());
+  return Status::Ok();
+}
+
+}  // namespace unmask

@@ -1,0 +1,329 @@
+// On-the-fly Linear: W stays in its stored dtype.
+//  * M <= kFusedMaxM (decode-like): a fused kernel converts each 16-element slice of a weight row
+//    in registers and multiplies it with every x row (no f32 copy of W is written), rows of W in
+//    parallel. This reads W once in its stored width, which is what bounds small-M speed.
+//  * Otherwise panels of rows are dequantized to f32 into a per-thread buffer and multiplied with
+//    cpu::Sgemm (y[:, panel] = x * panel^T, ldc = N). Providers that allow nested calls (oneDNN,
+//    reference) process panels in parallel, one thread each; OpenBLAS processes them in sequence
+//    with a threaded Sgemm, dequantizing on the calling thread (OpenMP workers spinning next to
+//    OpenBLAS's own spinning pthreads made the mixed version 5x slower on 2 cores).
+#include <algorithm>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/half.h"
+#include "core/parallel.h"
+#include "ops/kernels_cpu.h"
+#include "ops/linear_impl.h"
+#include "ops/parallel_util.h"
+#include "ops/simd_math.h"
+
+namespace unmask::cpu {
+namespace {
+
+constexpr int64_t kFusedMaxM = 4;
+
+struct Panel {
+  const LinearWeight::Impl::Segment* seg;
+  int64_t first;  // first row inside the segment
+  int64_t rows;
+};
+
+std::vector<Panel> MakePanels(const LinearWeight::Impl& w, int64_t panel_rows) {
+  std::vector<Panel> panels;
+  for (const auto& seg : w.segments) {
+    for (int64_t r = 0; r < seg.rows; r += panel_rows) {
+      panels.push_back(Panel{&seg, r, std::min(panel_rows, seg.rows - r)});
+    }
+  }
+  return panels;
+}
+
+#if defined(UNMASK_HAVE_AVX512)
+#define UNMASK_FUSED_SIMD 1
+// Converts 16 stored weights to f32 (lanes past the mask are zero).
+template <DType kDType>
+inline __m512 Load16(const uint8_t* row, int64_t k0, __mmask16 m) {
+  if constexpr (kDType == DType::kF16) {
+    return _mm512_cvtph_ps(
+        _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + k0));
+  } else if constexpr (kDType == DType::kBF16) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(
+                              m, reinterpret_cast<const uint16_t*>(row) + k0)),
+                          16));
+  } else {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k0);
+  }
+}
+
+// y[i, j] for i < kM and kR rows j0 .. j0 + kR - 1 of one segment: kR * kM independent
+// accumulators hide the FMA latency, and each x slice is loaded once for kR rows.
+template <DType kDType, int kM, int kR>
+void FusedRowGroup(const LinearWeight::Impl::Segment& seg, int64_t j0, const float* x, int64_t k,
+                   int64_t n, float* y) {
+  const uint8_t* rows[kR];
+  for (int r = 0; r < kR; ++r) rows[r] = seg.data + static_cast<size_t>(j0 + r) * seg.row_bytes;
+  __m512 acc[kR][kM];
+  for (int r = 0; r < kR; ++r) {
+    for (int i = 0; i < kM; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
+  if constexpr (kDType == DType::kQ8_0) {
+    // k is a multiple of 32: one block (two 16-lane halves) per step, scale applied per half.
+    for (int64_t b = 0; b < k / kQ8_0BlockSize; ++b) {
+      const int64_t k0 = b * kQ8_0BlockSize;
+      __m512 xs0[kM], xs1[kM];
+      for (int i = 0; i < kM; ++i) {
+        xs0[i] = _mm512_loadu_ps(x + i * k + k0);
+        xs1[i] = _mm512_loadu_ps(x + i * k + k0 + 16);
+      }
+      for (int r = 0; r < kR; ++r) {
+        const auto* block = reinterpret_cast<const BlockQ8_0*>(rows[r]) + b;
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss(block->d));
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->qs));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->qs + 16));
+        const __m512 w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), d);
+        const __m512 w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), d);
+        for (int i = 0; i < kM; ++i) {
+          acc[r][i] = _mm512_fmadd_ps(w0, xs0[i], acc[r][i]);
+          acc[r][i] = _mm512_fmadd_ps(w1, xs1[i], acc[r][i]);
+        }
+      }
+    }
+  } else {
+    for (int64_t k0 = 0; k0 < k; k0 += 16) {
+      const __mmask16 m = TailMask(k - k0);
+      __m512 xs[kM];
+      for (int i = 0; i < kM; ++i) xs[i] = _mm512_maskz_loadu_ps(m, x + i * k + k0);
+      for (int r = 0; r < kR; ++r) {
+        const __m512 w = Load16<kDType>(rows[r], k0, m);
+        for (int i = 0; i < kM; ++i) acc[r][i] = _mm512_fmadd_ps(w, xs[i], acc[r][i]);
+      }
+    }
+  }
+  for (int r = 0; r < kR; ++r) {
+    for (int i = 0; i < kM; ++i) y[i * n + seg.row0 + j0 + r] = _mm512_reduce_add_ps(acc[r][i]);
+  }
+}
+
+template <DType kDType, int kM>
+void FusedRowsTyped(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
+                    int64_t k, int64_t n, float* y) {
+  constexpr int kGroup = 4;
+  int64_t j = j0;
+  for (; j + kGroup <= j1; j += kGroup) FusedRowGroup<kDType, kM, kGroup>(seg, j, x, k, n, y);
+  for (; j < j1; ++j) FusedRowGroup<kDType, kM, 1>(seg, j, x, k, n, y);
+}
+
+template <int kM>
+void FusedRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
+               int64_t k, int64_t n, float* y) {
+  switch (seg.dtype) {
+    case DType::kF16:
+      return FusedRowsTyped<DType::kF16, kM>(seg, j0, j1, x, k, n, y);
+    case DType::kBF16:
+      return FusedRowsTyped<DType::kBF16, kM>(seg, j0, j1, x, k, n, y);
+    case DType::kQ8_0:
+      return FusedRowsTyped<DType::kQ8_0, kM>(seg, j0, j1, x, k, n, y);
+    default:
+      return FusedRowsTyped<DType::kF32, kM>(seg, j0, j1, x, k, n, y);
+  }
+}
+#elif defined(UNMASK_HAVE_AVX2) && defined(__F16C__)
+#define UNMASK_FUSED_SIMD 1
+// Converts 8 stored weights to f32.
+template <DType kDType>
+inline __m256 Load8(const uint8_t* row, int64_t k0) {
+  if constexpr (kDType == DType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(row) + k0)));
+  } else if constexpr (kDType == DType::kBF16) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(row) + k0))),
+        16));
+  } else {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k0);
+  }
+}
+
+template <DType kDType>
+inline float LoadOne(const uint8_t* row, int64_t k0) {
+  if constexpr (kDType == DType::kF16) {
+    return F16ToF32(reinterpret_cast<const uint16_t*>(row)[k0]);
+  } else if constexpr (kDType == DType::kBF16) {
+    return BF16ToF32(reinterpret_cast<const uint16_t*>(row)[k0]);
+  } else {
+    return reinterpret_cast<const float*>(row)[k0];
+  }
+}
+
+// y[i, j] for i < kM and kR rows j0 .. j0 + kR - 1 of one segment: kR * kM independent
+// accumulators hide the FMA latency, and each x slice is loaded once for kR rows.
+template <DType kDType, int kM, int kR>
+void FusedRowGroup(const LinearWeight::Impl::Segment& seg, int64_t j0, const float* x, int64_t k,
+                   int64_t n, float* y) {
+  const uint8_t* rows[kR];
+  for (int r = 0; r < kR; ++r) rows[r] = seg.data + static_cast<size_t>(j0 + r) * seg.row_bytes;
+  __m256 acc[kR][kM];
+  for (int r = 0; r < kR; ++r) {
+    for (int i = 0; i < kM; ++i) acc[r][i] = _mm256_setzero_ps();
+  }
+  float tail[kR][kM] = {};
+  if constexpr (kDType == DType::kQ8_0) {
+    // k is a multiple of 32: one block per step, four 8-lane quarters.
+    for (int64_t b = 0; b < k / kQ8_0BlockSize; ++b) {
+      const BlockQ8_0* blocks[kR];
+      __m256 d[kR];
+      for (int r = 0; r < kR; ++r) {
+        blocks[r] = reinterpret_cast<const BlockQ8_0*>(rows[r]) + b;
+        d[r] = _mm256_set1_ps(_cvtsh_ss(blocks[r]->d));
+      }
+      for (int q = 0; q < kQ8_0BlockSize; q += 8) {
+        __m256 xs[kM];
+        for (int i = 0; i < kM; ++i) xs[i] = _mm256_loadu_ps(x + i * k + b * kQ8_0BlockSize + q);
+        for (int r = 0; r < kR; ++r) {
+          const __m128i qs = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blocks[r]->qs + q));
+          const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(qs)), d[r]);
+          for (int i = 0; i < kM; ++i) acc[r][i] = _mm256_fmadd_ps(w, xs[i], acc[r][i]);
+        }
+      }
+    }
+  } else {
+    int64_t k0 = 0;
+    for (; k0 + 8 <= k; k0 += 8) {
+      __m256 xs[kM];
+      for (int i = 0; i < kM; ++i) xs[i] = _mm256_loadu_ps(x + i * k + k0);
+      for (int r = 0; r < kR; ++r) {
+        const __m256 w = Load8<kDType>(rows[r], k0);
+        for (int i = 0; i < kM; ++i) acc[r][i] = _mm256_fmadd_ps(w, xs[i], acc[r][i]);
+      }
+    }
+    for (; k0 < k; ++k0) {
+      for (int r = 0; r < kR; ++r) {
+        const float w = LoadOne<kDType>(rows[r], k0);
+        for (int i = 0; i < kM; ++i) tail[r][i] += w * x[i * k + k0];
+      }
+    }
+  }
+  for (int r = 0; r < kR; ++r) {
+    for (int i = 0; i < kM; ++i) {
+      y[i * n + seg.row0 + j0 + r] = HorizontalSum(acc[r][i]) + tail[r][i];
+    }
+  }
+}
+
+template <DType kDType, int kM>
+void FusedRowsTyped(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
+                    int64_t k, int64_t n, float* y) {
+  constexpr int kGroup = kM <= 2 ? 4 : 2;  // 16 ymm registers: kGroup * kM + kM + 1 <= 13
+  int64_t j = j0;
+  for (; j + kGroup <= j1; j += kGroup) FusedRowGroup<kDType, kM, kGroup>(seg, j, x, k, n, y);
+  for (; j < j1; ++j) FusedRowGroup<kDType, kM, 1>(seg, j, x, k, n, y);
+}
+
+template <int kM>
+void FusedRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
+               int64_t k, int64_t n, float* y) {
+  switch (seg.dtype) {
+    case DType::kF16:
+      return FusedRowsTyped<DType::kF16, kM>(seg, j0, j1, x, k, n, y);
+    case DType::kBF16:
+      return FusedRowsTyped<DType::kBF16, kM>(seg, j0, j1, x, k, n, y);
+    case DType::kQ8_0:
+      return FusedRowsTyped<DType::kQ8_0, kM>(seg, j0, j1, x, k, n, y);
+    default:
+      return FusedRowsTyped<DType::kF32, kM>(seg, j0, j1, x, k, n, y);
+  }
+}
+#else
+// Portable: convert one row at a time into `buffer` (k floats), then dot it with each x row.
+template <int kM>
+void FusedRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
+               int64_t k, int64_t n, float* y, float* buffer) {
+  for (int64_t j = j0; j < j1; ++j) {
+    ConvertRow(seg.dtype, seg.data + static_cast<size_t>(j) * seg.row_bytes, k, buffer);
+    for (int i = 0; i < kM; ++i) y[i * n + seg.row0 + j] = Dot(buffer, x + i * k, k);
+  }
+}
+#endif
+
+// Rows of W handed out in chunks of kFusedChunkRows across all segments.
+constexpr int64_t kFusedChunkRows = 32;
+
+template <int kM>
+void LinearFused(const LinearWeight::Impl& w, const float* x, float* y) {
+  const std::vector<Panel> chunks = MakePanels(w, kFusedChunkRows);
+  ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), [&](int64_t i) {
+    const Panel& c = chunks[static_cast<size_t>(i)];
+#if defined(UNMASK_FUSED_SIMD)
+    FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y);
+#else
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < static_cast<size_t>(w.k)) buffer.resize(static_cast<size_t>(w.k));
+    FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y, buffer.data());
+#endif
+  });
+}
+
+float* ThreadPanelBuffer(size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
+}
+
+// Returns the f32 rows of `panel`, dequantized into `buffer` unless they are already f32.
+const float* PanelF32(const Panel& panel, int64_t k, float* buffer) {
+  const uint8_t* src = panel.seg->data + static_cast<size_t>(panel.first) * panel.seg->row_bytes;
+  if (panel.seg->dtype == DType::kF32) return reinterpret_cast<const float*>(src);
+  for (int64_t r = 0; r < panel.rows; ++r) {
+    ConvertRow(panel.seg->dtype, src + static_cast<size_t>(r) * panel.seg->row_bytes, k,
+               buffer + r * k);
+  }
+  return buffer;
+}
+
+}  // namespace
+
+int64_t OnTheFlyPanelRows(int64_t k) {
+  const int64_t rows =
+      (1024 * 1024 / static_cast<int64_t>(sizeof(float))) / std::max<int64_t>(1, k);
+  return std::clamp<int64_t>(rows / 16 * 16, 16, 256);
+}
+
+void LinearOnTheFly(const LinearWeight::Impl& w, const float* x, int64_t m, float* y) {
+  const int64_t k = w.k;
+  const int64_t n = w.n;
+  if (m <= kFusedMaxM && ActiveGemmProvider() != GemmProvider::kReference) {
+    switch (m) {
+      case 1:
+        return LinearFused<1>(w, x, y);
+      case 2:
+        return LinearFused<2>(w, x, y);
+      case 3:
+        return LinearFused<3>(w, x, y);
+      default:
+        return LinearFused<4>(w, x, y);
+    }
+  }
+  if (SgemmRunsNested()) {
+    const int64_t panel_rows = OnTheFlyPanelRows(k);
+    const std::vector<Panel> panels = MakePanels(w, panel_rows);
+    ops_internal::ParallelForDynamic(static_cast<int64_t>(panels.size()), [&](int64_t i) {
+      float* buffer = ThreadPanelBuffer(static_cast<size_t>(panel_rows * k));
+      const Panel& p = panels[static_cast<size_t>(i)];
+      const float* wp = PanelF32(p, k, buffer);
+      Sgemm(false, true, m, p.rows, k, 1.0f, x, k, wp, k, 0.0f, y + p.seg->row0 + p.first, n);
+    });
+    return;
+  }
+  // Sequential panels, each large enough for a threaded GEMM (>= 512 rows).
+  const int64_t panel_rows = std::max<int64_t>(512, OnTheFlyPanelRows(k));
+  float* buffer = ThreadPanelBuffer(static_cast<size_t>(panel_rows * k));  // the caller's
+  for (const Panel& p : MakePanels(w, panel_rows)) {
+    const float* wp = PanelF32(p, k, buffer);
+    Sgemm(false, true, m, p.rows, k, 1.0f, x, k, wp, k, 0.0f, y + p.seg->row0 + p.first, n);
+  }
+}
+
+}  // namespace unmask::cpu

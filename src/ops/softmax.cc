@@ -1,0 +1,15 @@
+#include "ops/softmax.h"
+
+#include "ops/kernels_cpu.h"
+#include "ops/op_check.h"
+
+namespace unmask {
+
+Status SoftmaxInPlace(TensorView x) {
+  UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("SoftmaxInPlace", "x", x, 2));
+  if (x.shape[0] == 0 || x.shape[1] == 0) return Status::Ok();
+  cpu::SoftmaxRows(x.as<float>(), x.shape[0], x.shape[1]);
+  return Status::Ok();
+}
+
+}  // namespace unmask
