@@ -113,16 +113,8 @@ StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, 
         seg.rows = p.shape[0];
         seg.dtype = p.dtype;
         seg.row_bytes = *RowBytes(p.dtype, k);
-        const size_t bytes = seg.row_bytes * static_cast<size_t>(seg.rows);
-        if (parts.size() == 1) {
-          seg.data = static_cast<const uint8_t*>(p.data);  // referenced, not copied
-        } else {
-          auto copy = AllocateAligned(bytes);
-          std::memcpy(copy.get(), p.data, bytes);
-          seg.data = static_cast<const uint8_t*>(copy.get());
-          impl->owned.push_back(std::move(copy));
-          impl->owned_bytes += bytes;
-        }
+        // Referenced, not copied: a fused gate/up of an 8B model would otherwise copy GBs.
+        seg.data = static_cast<const uint8_t*>(p.data);
         impl->segments.push_back(seg);
         row0 += seg.rows;
       }

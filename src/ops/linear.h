@@ -29,7 +29,8 @@ class LinearWeight {
 
   // Prepares the row-wise concatenation of `parts` (each [n_i, K], same K; dtypes F32, F16, BF16 or
   // Q8_0, may differ) as one [sum n_i, K] weight — used to fuse Q/K/V and gate/up projections.
-  // For kOnTheFly with a single part, the data is referenced, not copied (it must outlive this).
+  // For kOnTheFly the parts are referenced, not copied: their data must outlive this weight
+  // (the model keeps its mmap'd GGUF alive).
   // Errors: InvalidArgument on shape/dtype mismatch or unsupported dtype.
   static StatusOr<LinearWeight> Prepare(std::span<const TensorView> parts, WeightMode mode);
 

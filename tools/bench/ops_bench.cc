@@ -6,7 +6,7 @@
 //   unmask_ops_bench [--unmask_threads=N] [benchmark flags, e.g. --benchmark_filter=Linear/onednn]
 //
 // The peak is kDefaultPeakGflops, measured on this machine class (2 threads of an AVX-512 AMD
-// EPYC; see DEVELOPERS.md), overridable with the environment variable UNMASK_PEAK_GFLOPS.
+// EPYC; see the project developer guide), overridable with the environment variable UNMASK_PEAK_GFLOPS.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -34,7 +34,7 @@
 namespace unmask {
 namespace {
 
-// f32 FMA peak with 2 threads, measured on this machine class (DEVELOPERS.md).
+// f32 FMA peak with 2 threads, measured on this machine class (project developer guide).
 constexpr double kDefaultPeakGflops = 340.0;
 
 double PeakGflops() {

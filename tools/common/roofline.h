@@ -7,7 +7,7 @@
 
 namespace unmask::tools {
 
-// f32 FMA peak of this project's machine class with 2 threads, GFLOP/s (DEVELOPERS.md "The
+// f32 FMA peak of this project's machine class with 2 threads, GFLOP/s (the project developer guide, "The
 // machine"); override with $UNMASK_PEAK_GFLOPS on other hardware.
 double NominalPeakGflops();
 
