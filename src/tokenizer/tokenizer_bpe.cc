@@ -14,12 +14,7 @@
 namespace unmask {
 namespace {
 
-struct Symbol {
-  int prev;
-  int next;
-  size_t offset;  // into the word
-  size_t length;  // 0 once merged into its left neighbour
-};
+using Symbol = MergeSymbol;
 
 struct Bigram {
   int left;
@@ -88,15 +83,7 @@ void BpeTokenizer::EncodeWord(std::string_view word, std::vector<TokenId>* out) 
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  for (size_t offset = 0; offset < word.size();) {
-    const size_t length =
-        std::min(unicode::SequenceLength(static_cast<uint8_t>(word[offset])), word.size() - offset);
-    const int index = static_cast<int>(symbols.size());
-    offset += length;
-    symbols.push_back({index - 1, offset == word.size() ? -1 : index + 1, offset - length, length});
-  }
+  std::vector<Symbol> symbols = SplitIntoCharSymbols(word);
 
   std::priority_queue<Bigram, std::vector<Bigram>, BigramGreater> queue;
   const auto try_add = [&](int left, int right) {

@@ -18,6 +18,19 @@
 
 namespace unmask {
 
+// One symbol of a BPE/SPM merge loop: a UTF-8 character at first, then a merged run. Symbols form a
+// doubly linked list by index (llama.cpp llm_symbol).
+struct MergeSymbol {
+  int prev;
+  int next;
+  size_t offset;  // into the text being merged
+  size_t length;  // 0 once merged into its left neighbour
+};
+
+// Splits `text` into one linked symbol per UTF-8 character (a truncated trailing sequence is kept
+// as one symbol).
+std::vector<MergeSymbol> SplitIntoCharSymbols(std::string_view text);
+
 // Token attribute bits (llama.cpp llama_token_attr, reduced to what unmask uses).
 enum TokenAttr : uint32_t {
   kAttrUndefined = 0,

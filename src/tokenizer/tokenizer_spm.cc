@@ -16,12 +16,7 @@ namespace {
 
 constexpr std::string_view kSpaceEscape = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-struct Symbol {
-  int prev;
-  int next;
-  size_t offset;  // into the escaped text
-  size_t length;  // 0 once merged into its left neighbour
-};
+using Symbol = MergeSymbol;
 
 struct Bigram {
   int left;
@@ -64,15 +59,7 @@ void SpmTokenizer::EncodeText(std::string_view raw, bool after_special,
   }
   if (text.empty()) return;
 
-  std::vector<Symbol> symbols;
-  symbols.reserve(text.size());
-  for (size_t offset = 0; offset < text.size();) {
-    const size_t length =
-        std::min(unicode::SequenceLength(static_cast<uint8_t>(text[offset])), text.size() - offset);
-    const int index = static_cast<int>(symbols.size());
-    offset += length;
-    symbols.push_back({index - 1, offset == text.size() ? -1 : index + 1, offset - length, length});
-  }
+  std::vector<Symbol> symbols = SplitIntoCharSymbols(text);
 
   std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
   const auto try_add = [&](int left, int right) {

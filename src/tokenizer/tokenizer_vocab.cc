@@ -372,4 +372,17 @@ std::string VocabTokenizer::Decode(std::span<const TokenId> ids, bool skip_speci
   return out;
 }
 
+std::vector<MergeSymbol> SplitIntoCharSymbols(std::string_view text) {
+  std::vector<MergeSymbol> symbols;
+  symbols.reserve(text.size());
+  for (size_t offset = 0; offset < text.size();) {
+    const size_t length =
+        std::min(unicode::SequenceLength(static_cast<uint8_t>(text[offset])), text.size() - offset);
+    const int index = static_cast<int>(symbols.size());
+    offset += length;
+    symbols.push_back({index - 1, offset == text.size() ? -1 : index + 1, offset - length, length});
+  }
+  return symbols;
+}
+
 }  // namespace unmask
