@@ -4,7 +4,7 @@
 # 32-token prompt, gen_length 128, block_length 32, 128 steps (one token per forward), 2 threads.
 # Prints a markdown table (tokens/s, forward GFLOP/s, fraction of the GEMM peak measured in the same
 # run, ratio to llama.cpp's llama-diffusion-cli on the same setting: 3.65-3.85 tokens/s, LLAMACPP.md).
-#   scripts/bench-llada.sh [extra unmask bench flags, e.g. -r 5 --blas-list onednn]
+#   scripts/bench-llada.sh [extra unmask bench flags, e.g. -r 5 --blas-list onednn] (3 reps by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=build/models/llada-bench-97m-f16.gguf
@@ -15,4 +15,4 @@ if [ ! -f "$model" ]; then
   .venv/bin/python scripts/make_llada_gguf.py --preset bench --out "$model" >/dev/null
 fi
 exec "$bin" bench -m "$model" --prompt-length 32 --gen-length 128 --block-length 32 --steps 128 \
-  --threads 2 -r 3 "$@"
+  --threads 2 "$@"
