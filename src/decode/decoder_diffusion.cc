@@ -71,11 +71,13 @@ const BatchPlan& DiffusionDecoder::Plan() {
   plan_.sequences.clear();
   plan_.sequences.push_back(SequenceInput{canvas_, 0, rows_});
   if (params_.cfg_scale > 0) plan_.sequences.push_back(SequenceInput{uncond_, 0, rows_});
+  planned_ = true;
   return plan_;
 }
 
 Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* result) {
   if (Done()) return FailedPreconditionError("Update called after the last step");
+  if (!planned_) return FailedPreconditionError("Update called without Plan() for this step");
   const int64_t num_rows = static_cast<int64_t>(rows_.size());
   const int64_t expected_rows = num_rows * (params_.cfg_scale > 0 ? 2 : 1);
   if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != expected_rows ||
@@ -156,6 +158,7 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
     if (result != nullptr) result->committed_positions.push_back(pos);
   }
   ++step_;
+  planned_ = false;
   return Status::Ok();
 }
 

@@ -60,7 +60,7 @@ class DiffusionDecoder {
   const BatchPlan& Plan();
   // Consumes logits [Plan().num_logit_rows(), vocab] and commits tokens.
   // Errors: InvalidArgument when the logits shape does not match the plan; FailedPrecondition
-  // after Done().
+  // after Done() or when Plan() was not called for this step.
   Status Update(const TensorView& logits, DiffusionStepResult* result);
 
   const DiffusionParams& params() const { return params_; }
@@ -89,6 +89,7 @@ class DiffusionDecoder {
   int64_t step_ = 0;               // global step
   std::vector<int32_t> rows_;      // logit rows of this step (masked positions < end)
   BatchPlan plan_;
+  bool planned_ = false;         // Plan() was called for the current step
   std::vector<float> combined_;  // [rows, vocab] CFG-combined, EOS-masked logits
 };
 

@@ -310,6 +310,20 @@ TEST(DiffusionDecoderTest, RejectsBadParametersAndInputs) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(DiffusionDecoderTest, UpdateNeedsAPlanForEveryStep) {
+  DiffusionParams p;
+  p.gen_length = 4;
+  p.block_length = 4;
+  p.steps = 4;
+  DiffusionDecoder d = MakeDecoder(p, {1});
+  Tensor t(DType::kF32, {4, kVocab});
+  DiffusionStepResult r;
+  EXPECT_EQ(d.Update(View(t, 4), &r).code(), StatusCode::kFailedPrecondition);
+  Step(d, [](int, int) { return Peak(3, 1.0f); });
+  EXPECT_EQ(d.Update(View(t, 3), &r).code(), StatusCode::kFailedPrecondition);  // stale plan
+  EXPECT_EQ(d.step(), 1);
+}
+
 TEST(DiffusionDecoderTest, RejectsLogitsOfTheWrongShape) {
   DiffusionParams p;
   p.gen_length = 4;
