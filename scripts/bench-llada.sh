@@ -15,4 +15,4 @@ if [ ! -f "$model" ]; then
   .venv/bin/python scripts/make_llada_gguf.py --preset bench --out "$model" >/dev/null
 fi
 exec "$bin" bench -m "$model" --prompt-length 32 --gen-length 128 --block-length 32 --steps 128 \
-  --threads 2 "$@"
+  --threads 2 --reference-tps 3.75 "$@"

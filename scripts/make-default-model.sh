@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=models/unmask-default-llada.gguf
+mkdir -p models
 if [ -f "$out" ]; then exit 0; fi
 echo "make-default-model: writing $out (random weights)" >&2
 .venv/bin/python scripts/make_llada_gguf.py --out "$out" --hidden 256 --layers 4 --heads 8 \

@@ -96,10 +96,12 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
   const int64_t d = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   UNMASK_ASSIGN_OR_RETURN(m->token_embd_, GetTensor(f, "token_embd.weight", {c.vocab_size, d}));
 
-  const int total = static_cast<int>(c.num_layers) * 7 + 2;
-  int done = 0;
-  auto tick = [&]() {
-    if (progress) progress(++done, total);
+  // Progress counts tensors of the file: 9 per layer, the embedding, the final norm and the output.
+  const int total = static_cast<int>(c.num_layers) * 9 + (c.tied_output ? 2 : 3);
+  int done = 1;  // token_embd
+  auto tick = [&](int n = 1) {
+    done += n;
+    if (progress) progress(done, total);
   };
   m->layers_.resize(static_cast<size_t>(c.num_layers));
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -107,7 +109,7 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     const std::string p = "blk." + std::to_string(l) + ".";
     UNMASK_ASSIGN_OR_RETURN(L.attn_norm, GetVector(f, p + "attn_norm.weight", d));
     UNMASK_ASSIGN_OR_RETURN(L.ffn_norm, GetVector(f, p + "ffn_norm.weight", d));
-    tick();
+    tick(2);
     UNMASK_ASSIGN_OR_RETURN(L.wq, GetLinear(f, p + "attn_q.weight", q, d, mode));
     tick();
     UNMASK_ASSIGN_OR_RETURN(L.wk, GetLinear(f, p + "attn_k.weight", kv, d, mode));
@@ -122,7 +124,7 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     auto gate_up = LinearWeight::Prepare(parts, mode);
     if (!gate_up.ok()) return gate_up.status().WithContext(f.path() + ": " + p + "ffn_gate/ffn_up");
     L.gate_up = std::move(gate_up).value();
-    tick();
+    tick(2);
     UNMASK_ASSIGN_OR_RETURN(L.down, GetLinear(f, p + "ffn_down.weight", d, c.ffn_size, mode));
     tick();
   }
@@ -134,8 +136,8 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     m->output_ = std::move(out).value();
   } else {
     UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode));
+    tick();
   }
-  tick();
   UNMASK_ASSIGN_OR_RETURN(m->rope_, RopeTable::Create(c.rope_dim, c.rope_base, c.context_length));
 
   size_t bytes = m->output_.owned_bytes();

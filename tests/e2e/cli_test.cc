@@ -107,6 +107,8 @@ struct BadCall {
   std::string must_mention;
 };
 
+void PrintTo(const BadCall& c, std::ostream* os) { *os << "unmask " << c.args; }
+
 class CliErrorTest : public ::testing::TestWithParam<BadCall> {};
 
 TEST_P(CliErrorTest, PrintsOneLineAndFails) {

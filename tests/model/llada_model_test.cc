@@ -157,6 +157,8 @@ struct BadModelCase {
   std::string must_mention;
 };
 
+void PrintTo(const BadModelCase& c, std::ostream* os) { *os << c.name; }
+
 class BadModelTest : public ::testing::TestWithParam<BadModelCase> {};
 
 TEST_P(BadModelTest, FailsWithAClearError) {
@@ -231,7 +233,8 @@ INSTANTIATE_TEST_SUITE_P(
                          w.Set("tokenizer.ggml.model", gguf::Value::String("wordpiece-x"));
                        };
                      },
-                     StatusCode::kUnimplemented, "wordpiece-x"}));
+                     StatusCode::kUnimplemented, "wordpiece-x"}),
+    [](const ::testing::TestParamInfo<BadModelCase>& param_info) { return param_info.param.name; });
 
 TEST(LladaModelLoadTest, MissingAndTruncatedFiles) {
   auto missing = LoadModel(testing::TempDir() + "/does-not-exist.gguf", LoadOptions{});

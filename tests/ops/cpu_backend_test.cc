@@ -46,7 +46,7 @@ TEST(CpuBackendTest, ThreadCountIsApplied) {
   ASSERT_TRUE(cpu::InitCpuBackend(options).ok());
   EXPECT_EQ(GetNumThreads(), 1);
   EXPECT_EQ(cpu::GetCpuBackendOptions().num_threads, 1);
-  EXPECT_NE(cpu::DescribeCpuBackend().find("1 threads"), std::string::npos);
+  EXPECT_NE(cpu::DescribeCpuBackend().find("1 thread"), std::string::npos);
   ASSERT_TRUE(cpu::InitCpuBackend({}).ok());
   EXPECT_EQ(GetNumThreads(), HardwareThreads());
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/half.h"
 #include "core/tensor.h"
+#include "ops/linear.h"
 #include "ops/ref/convert_ref.h"
 
 namespace unmask::testing {
@@ -156,5 +158,19 @@ inline Table MakeTable(DType dtype, int64_t vocab, int64_t dim, uint64_t seed) {
 }
 
 }  // namespace unmask::testing
+
+// gtest value printers: readable parameters in test names and ctest listings (instead of raw
+// "4-byte object <01-00 00-00>").
+namespace unmask {
+inline void PrintTo(DType d, std::ostream* os) { *os << DTypeName(d); }
+inline void PrintTo(WeightMode m, std::ostream* os) {
+  *os << (m == WeightMode::kOnTheFly ? "on_the_fly"
+          : m == WeightMode::kAuto   ? "auto"
+                                     : "packed_f32");
+}
+namespace cpu {
+inline void PrintTo(GemmProvider p, std::ostream* os) { *os << GemmProviderName(p); }
+}  // namespace cpu
+}  // namespace unmask
 
 #endif  // UNMASK_TESTS_OPS_OP_TEST_UTIL_H_

@@ -61,6 +61,10 @@ struct RopeCase {
   int64_t head_dim;
   int64_t rope_dim;
 };
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << (c.layout == RopeLayout::kNeox ? "neox" : "interleaved") << "_head" << c.head_dim
+      << "_rope" << c.rope_dim;
+}
 
 class RopeTest : public ::testing::TestWithParam<RopeCase> {};
 

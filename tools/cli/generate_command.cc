@@ -163,6 +163,9 @@ int GenerateCommand::Run() const {
                   static_cast<long long>(r.block + 1), static_cast<long long>(params.num_blocks()),
                   secs > 0 ? static_cast<double>(committed) / secs : 0.0);
     if (visual) {
+      // On a terminal the canvas is redrawn in place; into a file or pipe only the final canvas
+      // is written (not one frame per step).
+      if (!StderrIsTerminal() && !d.Done()) return;
       live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" + RenderCanvas(d, tok));
     } else {
       progress.Update(r.step + 1, params.steps, info);

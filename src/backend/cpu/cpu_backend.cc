@@ -65,7 +65,8 @@ GemmProvider ActiveGemmProvider() { return g_provider.load(std::memory_order_acq
 bool SgemmRunsNested() { return ActiveGemmProvider() != GemmProvider::kOpenBlas; }
 
 std::string DescribeCpuBackend() {
-  const std::string threads = std::to_string(GetNumThreads()) + " threads";
+  const int n = GetNumThreads();
+  const std::string threads = std::to_string(n) + (n == 1 ? " thread" : " threads");
   const std::string isa(CpuIsaName(GetCpuFeatures()));
   switch (ActiveGemmProvider()) {
     case GemmProvider::kOneDnn:
