@@ -23,12 +23,23 @@ Status ValidateDiffusionParams(const DiffusionParams& p, int64_t prompt_length,
   if (p.block_length <= 0) {
     return InvalidArgumentError("block_length must be positive, got " + s(p.block_length));
   }
+  if (prompt_length <= 0) return InvalidArgumentError("the prompt is empty (no tokens)");
+  if (p.gen_length > context_length - prompt_length) {  // (no overflow for any int64 inputs)
+    return OutOfRangeError("prompt (" + s(prompt_length) + " tokens) + gen_length (" +
+                           s(p.gen_length) + ") exceeds the model's context length " +
+                           s(context_length));
+  }
   if (p.gen_length % p.block_length != 0) {
     return InvalidArgumentError("gen_length (" + s(p.gen_length) +
                                 ") must be divisible by block_length (" + s(p.block_length) + ")");
   }
   const int64_t blocks = p.gen_length / p.block_length;
   if (p.steps <= 0) return InvalidArgumentError("steps must be positive, got " + s(p.steps));
+  if (p.steps > p.gen_length) {
+    return InvalidArgumentError("steps (" + s(p.steps) + ") exceeds gen_length (" +
+                                s(p.gen_length) +
+                                "): steps beyond one per token would commit nothing");
+  }
   if (p.steps % blocks != 0) {
     return InvalidArgumentError("steps (" + s(p.steps) +
                                 ") must be divisible by the number of blocks (" + s(blocks) +
@@ -39,12 +50,6 @@ Status ValidateDiffusionParams(const DiffusionParams& p, int64_t prompt_length,
   }
   if (!std::isfinite(p.cfg_scale) || p.cfg_scale < 0) {
     return InvalidArgumentError("cfg_scale must be a finite number >= 0");
-  }
-  if (prompt_length <= 0) return InvalidArgumentError("the prompt is empty (no tokens)");
-  if (prompt_length + p.gen_length > context_length) {
-    return OutOfRangeError("prompt (" + s(prompt_length) + " tokens) + gen_length (" +
-                           s(p.gen_length) + ") = " + s(prompt_length + p.gen_length) +
-                           " exceeds the model's context length " + s(context_length));
   }
   return Status::Ok();
 }

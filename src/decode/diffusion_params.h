@@ -36,7 +36,8 @@ struct DiffusionParams {
 
 // Checks the parameters against a prompt length and the model's context length. InvalidArgument
 // naming the parameter: gen_length <= 0, block_length <= 0, gen_length not divisible by
-// block_length, steps <= 0 or not divisible by the number of blocks, temperature < 0 or not
+// block_length, steps <= 0, above gen_length or not divisible by the number of blocks,
+// temperature < 0 or not
 // finite, cfg_scale < 0 or not finite, an empty prompt; OutOfRange when prompt + gen_length
 // exceeds the context length.
 Status ValidateDiffusionParams(const DiffusionParams& p, int64_t prompt_length,

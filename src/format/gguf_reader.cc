@@ -197,8 +197,8 @@ Status ReadScalar(Cursor& c, ValueType type, const Where& w, Scalar* out) {
       uint8_t v = 0;
       UNMASK_RETURN_IF_ERROR(c.Read(&v, w));
       if (v > 1) {
-        return c.Fail(w.context, Cursor::Describe(w) + " value " + std::to_string(v) +
-                                     " at offset " + std::to_string(at) + " is not 0 or 1");
+        return c.Fail(w.context, Cursor::Describe(w) + " " + std::to_string(v) + " at offset " +
+                                     std::to_string(at) + " is not a bool (0 or 1)");
       }
       *out = v != 0;
       return Status::Ok();

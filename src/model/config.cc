@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace unmask {
@@ -16,11 +18,18 @@ constexpr ArchTraits kArchs[] = {
     {"llada", AttentionKind::kBidirectional, RopeLayout::kInterleaved},
 };
 
-StatusOr<int64_t> GetPositive(const gguf::GgufFile& f, const std::string& key) {
+// Upper bounds far above any real model, so that a corrupt header cannot make unmask allocate
+// or compute with absurd sizes before the tensors are checked.
+constexpr int64_t kMaxDim = int64_t{1} << 20;  // hidden, ffn, heads
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxContext = int64_t{1} << 24;  // 16M positions
+
+StatusOr<int64_t> GetPositive(const gguf::GgufFile& f, const std::string& key,
+                              int64_t max = kMaxDim) {
   UNMASK_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
-  if (v <= 0) {
-    return InvalidArgumentError(f.path() + ": " + key + " must be positive, got " +
-                                std::to_string(v));
+  if (v <= 0 || v > max) {
+    return InvalidArgumentError(f.path() + ": " + key + " must be in [1, " + std::to_string(max) +
+                                "], got " + std::to_string(v));
   }
   return v;
 }
@@ -28,10 +37,15 @@ StatusOr<int64_t> GetPositive(const gguf::GgufFile& f, const std::string& key) {
 }  // namespace
 
 int64_t ModelConfig::NumParameters() const {
-  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
-  const int64_t per_layer =
-      hidden_size * (q + 2 * kv) + q * hidden_size + 3 * hidden_size * ffn_size + 2 * hidden_size;
-  return num_layers * per_layer + vocab_size * hidden_size * (tied_output ? 1 : 2) + hidden_size;
+  // In double: the bounds of ReadModelConfig keep it exact for real models, and a corrupt header
+  // cannot overflow.
+  const double d = static_cast<double>(hidden_size);
+  const double q = static_cast<double>(num_heads) * static_cast<double>(head_dim);
+  const double kv = static_cast<double>(num_kv_heads) * static_cast<double>(head_dim);
+  const double per_layer = d * (q + 2 * kv) + q * d + 3 * d * static_cast<double>(ffn_size) + 2 * d;
+  const double total = static_cast<double>(num_layers) * per_layer +
+                       static_cast<double>(vocab_size) * d * (tied_output ? 1 : 2) + d;
+  return total >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(total);
 }
 
 double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
@@ -80,10 +94,10 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   }
   const std::string p = c.architecture + ".";
   UNMASK_ASSIGN_OR_RETURN(c.hidden_size, GetPositive(f, p + "embedding_length"));
-  UNMASK_ASSIGN_OR_RETURN(c.num_layers, GetPositive(f, p + "block_count"));
+  UNMASK_ASSIGN_OR_RETURN(c.num_layers, GetPositive(f, p + "block_count", kMaxLayers));
   UNMASK_ASSIGN_OR_RETURN(c.ffn_size, GetPositive(f, p + "feed_forward_length"));
   UNMASK_ASSIGN_OR_RETURN(c.num_heads, GetPositive(f, p + "attention.head_count"));
-  UNMASK_ASSIGN_OR_RETURN(c.context_length, GetPositive(f, p + "context_length"));
+  UNMASK_ASSIGN_OR_RETURN(c.context_length, GetPositive(f, p + "context_length", kMaxContext));
   c.num_kv_heads = c.num_heads;
   if (f.Find(p + "attention.head_count_kv")) {
     UNMASK_ASSIGN_OR_RETURN(c.num_kv_heads, GetPositive(f, p + "attention.head_count_kv"));
@@ -96,8 +110,8 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   c.rms_eps = static_cast<float>(eps);
   if (f.Find(p + "rope.freq_base")) {
     UNMASK_ASSIGN_OR_RETURN(c.rope_base, f.GetFloat(p + "rope.freq_base"));
-    if (!(c.rope_base > 0.0)) {
-      return InvalidArgumentError(f.path() + ": " + p + "rope.freq_base must be positive");
+    if (!(c.rope_base > 0.0) || !std::isfinite(c.rope_base)) {
+      return InvalidArgumentError(f.path() + ": " + p + "rope.freq_base must be a positive number");
     }
   }
   if (c.hidden_size % c.num_heads != 0) {
@@ -112,6 +126,11 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   }
   c.head_dim = c.hidden_size / c.num_heads;
   c.rope_dim = c.head_dim;
+  if (c.head_dim % 2 != 0 && !f.Find(p + "rope.dimension_count")) {
+    return InvalidArgumentError(f.path() + ": the head size " + std::to_string(c.head_dim) + " (" +
+                                p + "embedding_length / head_count) is odd; RoPE needs " + p +
+                                "rope.dimension_count to be even");
+  }
   if (f.Find(p + "rope.dimension_count")) {
     UNMASK_ASSIGN_OR_RETURN(c.rope_dim, GetPositive(f, p + "rope.dimension_count"));
     if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {

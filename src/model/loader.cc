@@ -33,7 +33,7 @@ StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& opti
   UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
   LoadedModel out;
   auto tokenizer = Tokenizer::FromGguf(*file);
-  if (!tokenizer.ok()) return tokenizer.status().WithContext(path + ": tokenizer");
+  if (!tokenizer.ok()) return tokenizer.status();  // its messages name the file and key
   out.tokenizer = std::move(tokenizer).value();
   if (config.is_diffusion() && out.tokenizer->special().mask == kNoToken) {
     return FailedPreconditionError(path + ": diffusion model '" + config.architecture +

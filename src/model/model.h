@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "model/config.h"
+#include "ops/rope.h"
 
 namespace unmask {
 
@@ -47,6 +48,9 @@ class Workspace {
   Tensor ffn;          // [positions, ffn]
   Tensor last_hidden;  // [logit rows, hidden]     rows kept for the last layer and logits
   Tensor last_normed;  // [logit rows, hidden]
+  // RoPE cos/sin for positions [0, rope.max_positions()), grown on demand up to the context
+  // length (a model with a 1M context does not pay for 1M positions it never uses).
+  RopeTable rope;
 
  private:
   int64_t capacity_ = 0;

@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -87,11 +88,30 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
 
   const gguf::TensorInfo* embd = f.FindTensor("token_embd.weight");
   if (embd == nullptr) return NotFoundError(f.path() + ": missing tensor 'token_embd.weight'");
-  if (embd->dims.size() != 2) {
+  std::vector<int64_t> embd_dims = embd->dims;  // GGUF order; trailing 1s are not dimensions
+  while (embd_dims.size() > 2 && embd_dims.back() == 1) embd_dims.pop_back();
+  if (embd_dims.size() != 2) {
     return InvalidArgumentError(f.path() + ": tensor 'token_embd.weight' must be 2-D, has shape " +
                                 embd->ShapeString());
   }
-  c.vocab_size = embd->dims[1];
+  c.vocab_size = embd_dims[1];
+  const std::string vocab_key = c.architecture + ".vocab_size";
+  if (f.Find(vocab_key)) {
+    UNMASK_ASSIGN_OR_RETURN(const int64_t declared, f.GetInt(vocab_key));
+    if (declared != c.vocab_size) {
+      return InvalidArgumentError(f.path() + ": " + vocab_key + " = " + std::to_string(declared) +
+                                  " but token_embd.weight has " + std::to_string(c.vocab_size) +
+                                  " rows");
+    }
+  }
+  // A corrupt block_count must not size anything before the tensors are checked.
+  const uint64_t needed_tensors = static_cast<uint64_t>(c.num_layers) * 9 + 2;
+  if (f.tensors().size() < needed_tensors) {
+    return InvalidArgumentError(f.path() + ": " + c.architecture +
+                                ".block_count = " + std::to_string(c.num_layers) +
+                                " needs at least " + std::to_string(needed_tensors) +
+                                " tensors, the file has " + std::to_string(f.tensors().size()));
+  }
   c.tied_output = f.FindTensor("output.weight") == nullptr;
   const int64_t d = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   UNMASK_ASSIGN_OR_RETURN(m->token_embd_, GetTensor(f, "token_embd.weight", {c.vocab_size, d}));
@@ -138,7 +158,6 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode));
     tick();
   }
-  UNMASK_ASSIGN_OR_RETURN(m->rope_, RopeTable::Create(c.rope_dim, c.rope_base, c.context_length));
 
   size_t bytes = m->output_.owned_bytes();
   for (const TransformerLayer& L : m->layers_) {
@@ -197,6 +216,17 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
   const int64_t num_rows = plan.num_logit_rows();
   if (total == 0) return Status::Ok();
   ws.Reserve(c, total, num_rows);
+  int64_t max_position = 0;
+  for (const SequenceInput& seq : plan.sequences) {
+    max_position =
+        std::max<int64_t>(max_position, seq.pos0 + static_cast<int64_t>(seq.tokens.size()));
+  }
+  if (ws.rope.max_positions() < max_position || ws.rope.rope_dim() != c.rope_dim) {
+    // Grow geometrically (at least 4096 positions), never past the context length.
+    const int64_t want = std::min(
+        c.context_length, std::max({max_position, 2 * ws.rope.max_positions(), int64_t{4096}}));
+    UNMASK_ASSIGN_OR_RETURN(ws.rope, RopeTable::Create(c.rope_dim, c.rope_base, want));
+  }
 
   // Flattened ids and absolute positions of every fed position; positions of the logit rows.
   std::vector<int32_t> ids, positions, row_positions;
@@ -247,7 +277,8 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
         RmsNorm(Rows(ws.hidden, 0, total), attn_norm, c.rms_eps, Rows(ws.normed, 0, total)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wk, Rows(ws.k, 0, total)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
-    UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.k, 0, total, hkv), positions, rope_, c.rope_layout));
+    UNMASK_RETURN_IF_ERROR(
+        ApplyRope(Heads(ws.k, 0, total, hkv), positions, ws.rope, c.rope_layout));
 
     // The rows that continue through this layer: all positions, or the logit rows when pruning.
     const Tensor& resid = prune ? ws.last_hidden : ws.hidden;
@@ -261,7 +292,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
     }
     if (n > 0) {
       UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.wq, Rows(ws.q, 0, n)));
-      UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.q, 0, n, h), q_positions, rope_, c.rope_layout));
+      UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.q, 0, n, h), q_positions, ws.rope, c.rope_layout));
     }
     for (size_t s = 0; s < plan.sequences.size(); ++s) {
       const SequenceInput& seq = plan.sequences[s];

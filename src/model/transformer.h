@@ -54,7 +54,6 @@ class TransformerModel final : public Model {
   std::vector<TransformerLayer> layers_;
   std::vector<float> output_norm_;  // [hidden]
   LinearWeight output_;             // [vocab, hidden]
-  RopeTable rope_;
   size_t weight_bytes_ = 0;
 };
 

@@ -144,9 +144,10 @@ StatusOr<ExprPtr> ExprParser::ParseCompare() {
     UNMASK_ASSIGN_OR_RETURN(ExprPtr operand, ParseMath1());
     cmp->ops.push_back(std::move(op));
     cmp->args.push_back(std::move(operand));
-    UNMASK_RETURN_IF_ERROR(Seal(cmp.get()));
   }
-  return cmp ? std::move(cmp) : std::move(first);
+  if (!cmp) return first;
+  UNMASK_RETURN_IF_ERROR(Seal(cmp.get()));  // once: sealing per operand was quadratic in the chain
+  return cmp;
 }
 
 StatusOr<ExprPtr> ExprParser::ParseMath1() {

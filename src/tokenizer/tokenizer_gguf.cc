@@ -70,6 +70,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& f
       present, ReadOptional<std::vector<std::string>>(file, "tokenizer.ggml.tokens",
                                                       &GgufFile::GetStringArray, &vocab.tokens));
   if (!present) return NotFoundError("tokenizer.ggml.tokens is missing in " + file.path());
+  if (vocab.tokens.empty()) return DataLossError(file.path() + ": tokenizer.ggml.tokens is empty");
   UNMASK_ASSIGN_OR_RETURN(present, ReadOptional<std::string>(file, "tokenizer.ggml.pre",
                                                              &GgufFile::GetString, &vocab.pre));
   UNMASK_ASSIGN_OR_RETURN(
@@ -95,7 +96,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& f
       present, ReadOptional<std::vector<std::string>>(file, "tokenizer.ggml.merges",
                                                       &GgufFile::GetStringArray, &vocab.merges));
   if (!present && vocab.model == "gpt2") {
-    return NotFoundError("tokenizer.ggml.merges is missing (required for tokenizer.ggml.model gpt2)");
+    return NotFoundError(
+        "tokenizer.ggml.merges is missing (required for tokenizer.ggml.model gpt2)");
   }
 
   const size_t n = vocab.tokens.size();

@@ -144,7 +144,53 @@ INSTANTIATE_TEST_SUITE_P(
         BadCall{"generate -m {MODEL} -p hi --prompt-ids 1", 2, "excludes"},
         BadCall{"generate -m {MODEL} -p hi --chat --no-chat", 2, "excludes"},
         BadCall{"inspect /nonexistent.gguf", 1, "/nonexistent.gguf"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -t 65536", 2, "--threads"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 8 --steps 16 --block-length 8", 1,
+                "exceeds gen_length"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 0", 2, "is not an integer in [1, "},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 99999999999999999999999", 2,
+                "is not an integer"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --seed -1", 2, "--seed"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --seed 18446744073709551616", 2, "--seed"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --temperature abc", 2,
+                "is not a finite number"},
+        BadCall{"generate -m {MODEL} --prompt-ids 1 --temperature inf", 2,
+                "is not a finite number"},
+        BadCall{"generate -m '' -p hi", 1, "empty path"},
+        BadCall{"generate -m {MODEL} -p '<|mdm_mask|> hi' -n 8 --steps 8 --block-length 8", 1,
+                "mask token"},
+        BadCall{"bench -m {MODEL} --prompt-length 1000000 -r 1", 1, "context length"},
         BadCall{"inspect " + testing::SourceDir() + "/README.md", 1, "README.md"}));
+
+TEST(CliTest, ErrorsStayOnOneLineAndShort) {
+  // A file whose strings carry newlines and terminal escapes: the error quotes them escaped.
+  testing::TinyLladaSpec spec;
+  spec.architecture = "llada\nsecond line \x1b[31mred";
+  const std::string path = testing::TempDir() + "/escape.gguf";
+  ASSERT_EQ(testing::WriteTinyLlada(spec, path), "");
+  const Result r = RunCli("generate -m " + path + " -p hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(CountLines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\\x1b"), std::string::npos) << r.err;
+  // Range errors do not print DBL_MAX in full.
+  const Result zero = RunCli("generate -m " + Model() + " --prompt-ids 1 --steps 0");
+  EXPECT_LT(zero.err.size(), 200u) << zero.err;
+}
+
+TEST(CliTest, BenchFinishesOnAVocabularyOfControlTokens) {
+  // Every token but the mask is a control token: the random prompt must still be built.
+  testing::TinyLladaSpec spec;
+  spec.edit = [](gguf::GgufWriter& w) {
+    w.Set("tokenizer.ggml.token_type", gguf::Value::I32Array(std::vector<int32_t>(260, 3)));
+  };
+  const std::string path = testing::TempDir() + "/all_control.gguf";
+  ASSERT_EQ(testing::WriteTinyLlada(spec, path), "");
+  const Result r = RunCli("bench -m " + path +
+                          " -t 1 -r 1 --blas-list onednn -n 8 --steps 8 --block-length 8 "
+                          "--prompt-length 8");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
 
 TEST(CliTest, InspectPrintsArchitectureTokenizerAndTensors) {
   const Result r = RunCli("inspect " + Model());

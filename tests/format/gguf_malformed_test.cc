@@ -265,7 +265,7 @@ TEST(GgufMalformedTest, UnknownValueTypes) {
 TEST(GgufMalformedTest, BoolMustBeZeroOrOne) {
   ByteBuilder b;
   b.Header(3, 0, 1).Str("flag").U32(kTypeBool).U8(2);
-  ExpectDataLoss(b.bytes(), {"'flag'", "value 2", "not 0 or 1"});
+  ExpectDataLoss(b.bytes(), {"'flag'", "value 2", "not a bool (0 or 1)"});
 }
 
 TEST(GgufMalformedTest, UnknownGgmlTypeId) {

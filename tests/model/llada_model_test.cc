@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "fixtures/tiny_llada.h"
 #include "model/loader.h"
@@ -225,6 +226,49 @@ INSTANTIATE_TEST_SUITE_P(
                        };
                      },
                      StatusCode::kUnimplemented, "shift_logits"},
+        BadModelCase{"huge_block_count",
+                     [](TinyLladaSpec& s) {
+                       s.edit = [](gguf::GgufWriter& w) {
+                         w.Set("llada.block_count", gguf::Value::U32(4000));
+                       };
+                     },
+                     StatusCode::kInvalidArgument, "tensors"},
+        BadModelCase{"absurd_block_count",
+                     [](TinyLladaSpec& s) {
+                       s.edit = [](gguf::GgufWriter& w) {
+                         w.Set("llada.block_count", gguf::Value::U32(2147483648u));
+                       };
+                     },
+                     StatusCode::kInvalidArgument, "block_count"},
+        BadModelCase{"absurd_context",
+                     [](TinyLladaSpec& s) {
+                       s.edit = [](gguf::GgufWriter& w) {
+                         w.Set("llada.context_length", gguf::Value::U32(1u << 30));
+                       };
+                     },
+                     StatusCode::kInvalidArgument, "context_length"},
+        BadModelCase{"vocab_size_mismatch",
+                     [](TinyLladaSpec& s) {
+                       s.edit = [](gguf::GgufWriter& w) {
+                         w.Set("llada.vocab_size", gguf::Value::U32(1000));
+                       };
+                     },
+                     StatusCode::kInvalidArgument, "vocab_size"},
+        BadModelCase{"odd_head_dim",
+                     [](TinyLladaSpec& s) {
+                       s.hidden = 12;  // head size 3: RoPE pairs need an even size
+                       s.heads = 4;
+                       s.kv_heads = 4;
+                     },
+                     StatusCode::kInvalidArgument, "even"},
+        BadModelCase{"infinite_rope_base",
+                     [](TinyLladaSpec& s) {
+                       s.edit = [](gguf::GgufWriter& w) {
+                         w.Set("llada.rope.freq_base",
+                               gguf::Value::F32(std::numeric_limits<float>::infinity()));
+                       };
+                     },
+                     StatusCode::kInvalidArgument, "freq_base"},
         BadModelCase{"no_mask_token", [](TinyLladaSpec& s) { s.with_mask_token = false; },
                      StatusCode::kFailedPrecondition, "mask"},
         BadModelCase{"unknown_tokenizer",

@@ -508,6 +508,11 @@ TEST(ChatTemplateErrorTest, RunawayTemplatesAreBounded) {
   // Values nested at run time.
   ExpectStatus(E("{% for i in range(1000) %}{% set x = [x] %}{% endfor %}"),
                StatusCode::kInvalidArgument, "value nested too deeply");
+  // A comparison chain is one flat node: 300k comparisons parse in linear time (this took minutes
+  // when every operand re-scanned the chain) and evaluate Python-style.
+  std::string cmp = "{{ 1";
+  for (int k = 0; k < 300000; ++k) cmp += "==1";
+  EXPECT_EQ(R(cmp + " }}"), "True");
 }
 
 // Random mutations of real templates must give a result or a status: never a crash, hang or

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/cli_util.h"
 #include "common/roofline.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
@@ -16,7 +17,7 @@ namespace unmask::tools {
 namespace {
 
 int Fail(const Status& s) {
-  std::fprintf(stderr, "unmask bench: error: %s\n", s.message().c_str());
+  PrintError("unmask bench", s.message());
   return 1;
 }
 
@@ -48,10 +49,10 @@ void BenchCommand::AddTo(CLI::App& app) {
   diffusion.AddTo(app);
   app.add_option("--prompt-length", prompt_length,
                  "prompt tokens (random ids from the vocabulary, fixed seed)")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
   app.add_option("-r,--reps", reps, "timed repetitions per row (after one warm-up run)")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerIn(1, 1000))
       ->capture_default_str();
   app.add_option("--blas-list", blas_list,
                  "GEMM libraries to compare; the first row is the baseline of the 'vs base' "
@@ -66,7 +67,7 @@ void BenchCommand::AddTo(CLI::App& app) {
                  "tokens/s of an outside reference measured for the SAME model and setting, to "
                  "print a 'vs reference' column (0: none). scripts/bench-llada.sh passes 3.75, "
                  "llama.cpp's llama-diffusion-cli on its setting (../shared/docs/LLAMACPP.md)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(FiniteAtLeast(0))
       ->capture_default_str();
 }
 
@@ -77,20 +78,32 @@ int BenchCommand::Run() const {
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
   if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
-  const std::string path = model.model.empty() ? DefaultModelPath() : model.model;
+  auto path_or = model.Path();
+  if (!path_or.ok()) return Fail(path_or.status());
+  const std::string path = *path_or;
   auto loaded_or = LoadModelWithProgress(path, *mode);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
   const LoadedModel& lm = *loaded_or;
   const Model& m = *lm.model;
   const SpecialTokens& sp = lm.tokenizer->special();
 
-  // A fixed random prompt of ordinary tokens (no special ids).
+  if (Status st = ValidateDiffusionParams(params, prompt_length, m.config().context_length);
+      !st.ok()) {
+    return Fail(st);
+  }
+  // A fixed random prompt of ordinary tokens (no control or mask ids; any non-mask id when the
+  // vocabulary has (almost) no ordinary tokens).
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(m.config().vocab_size - 1));
   std::vector<int32_t> prompt;
-  while (static_cast<int64_t>(prompt.size()) < prompt_length) {
+  const int64_t max_draws = 64 * prompt_length + 4096;
+  for (int64_t draw = 0; static_cast<int64_t>(prompt.size()) < prompt_length; ++draw) {
     const int32_t id = pick(rng);
-    if (!lm.tokenizer->IsControl(id) && id != sp.mask) prompt.push_back(id);
+    const bool ordinary = !lm.tokenizer->IsControl(id) || draw >= max_draws;
+    if (ordinary && id != sp.mask) prompt.push_back(id);
+    if (draw >= 2 * max_draws && prompt.empty()) {
+      return Fail(InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
+    }
   }
 
   std::vector<Row> rows;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/cli_util.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
 #include "decode/decoder_diffusion.h"
@@ -18,7 +19,7 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 }
 
 int Fail(const Status& s) {
-  std::fprintf(stderr, "unmask generate: error: %s\n", s.message().c_str());
+  PrintError("unmask generate", s.message());
   return 1;
 }
 
@@ -101,7 +102,9 @@ int GenerateCommand::Run() const {
   if (!mode.ok()) return Fail(mode.status());
 
   const auto load_start = std::chrono::steady_clock::now();
-  const std::string path = model.model.empty() ? DefaultModelPath() : model.model;
+  auto path_or = model.Path();
+  if (!path_or.ok()) return Fail(path_or.status());
+  const std::string path = *path_or;
   auto loaded_or = LoadModelWithProgress(path, *mode);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
   LoadedModel& loaded = *loaded_or;
@@ -141,6 +144,22 @@ int GenerateCommand::Run() const {
     const int32_t bos = tok.special().bos;
     const bool starts_with_bos = bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
     ids = tok.Encode(text, !(used_chat && starts_with_bos), used_chat);
+    // The user's text must reach the model: a vocabulary that cannot encode it would otherwise
+    // leave only the chat template.
+    if (tok.Encode(prompt, false, false).empty()) {
+      return Fail(
+          InvalidArgumentError("the prompt text produced no tokens with this model's "
+                               "vocabulary"));
+    }
+    // A mask token in a text prompt (e.g. its text pasted into a chat message) would be denoised
+    // as part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
+    for (int32_t id : ids) {
+      if (id == tok.special().mask) {
+        return Fail(InvalidArgumentError(
+            "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
+            "'; use --prompt-ids to place mask tokens in the prompt on purpose"));
+      }
+    }
   }
   const double tokenize_ms = MsSince(tok_start);
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "common/cli_util.h"
 #include "format/gguf.h"
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
@@ -11,7 +12,7 @@ namespace unmask::tools {
 namespace {
 
 int Fail(const Status& s) {
-  std::fprintf(stderr, "unmask inspect: error: %s\n", s.message().c_str());
+  PrintError("unmask inspect", s.message());
   return 1;
 }
 

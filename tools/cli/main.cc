@@ -5,6 +5,7 @@
 #include "cli/bench_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
+#include "common/cli_util.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"unmask " UNMASK_VERSION
@@ -36,13 +37,13 @@ int main(int argc, char** argv) {
 
   // An unknown first word is a mistyped command: say so (CLI11 would only say one is required).
   bool known = false;
-  for (const CLI::App* sub : app.get_subcommands({}))
+  for (const CLI::App* sub : app.get_subcommands({})) {
     known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::fprintf(stderr,
-                 "unmask: error: unknown command '%s' (commands: generate, inspect, bench; see "
-                 "'unmask --help')\n",
-                 argv[1]);
+    unmask::tools::PrintError("unmask", "unknown command '" + std::string(argv[1]) +
+                                            "' (commands: generate, inspect, bench; see 'unmask "
+                                            "--help')");
     return 2;
   }
   try {
@@ -56,16 +57,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string where = "unmask";
     for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
-    std::fprintf(stderr, "%s: error: %s (see '%s --help')\n", where.c_str(), e.what(),
-                 where.c_str());
+    unmask::tools::PrintError(where, std::string(e.what()) + " (see '" + where + " --help')");
     return 2;
   }
   try {
     if (gen->parsed()) return generate.Run();
     if (ins->parsed()) return inspect.Run();
     if (ben->parsed()) return bench.Run();
-  } catch (const std::exception& e) {  // a bug or out of memory: still one line, no abort
-    std::fprintf(stderr, "unmask: internal error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    unmask::tools::PrintError("unmask", "out of memory");
+    return 1;
+  } catch (const std::exception& e) {  // a bug: still one line, no abort
+    unmask::tools::PrintError("unmask", std::string("internal error: ") + e.what());
     return 70;
   }
   return 2;

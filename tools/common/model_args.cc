@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/cli_util.h"
 #include "common/terminal.h"
 
 namespace unmask::tools {
@@ -14,10 +15,11 @@ std::string DefaultModelPath() {
 }
 
 void ModelArgs::AddTo(CLI::App& app) {
-  app.add_option("-m,--model", model, "GGUF model file (default: the repository's default model)")
-      ->type_name("PATH");
+  model_option = app.add_option("-m,--model", model,
+                                "GGUF model file (default: the repository's default model)")
+                     ->type_name("PATH");
   app.add_option("-t,--threads", threads, "CPU threads (0 = all hardware threads)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerIn(0, kMaxThreads))
       ->capture_default_str();
   app.add_option("--blas", blas,
                  "GEMM library: onednn (prepacked weights, fastest) or openblas (core type "
@@ -30,6 +32,13 @@ void ModelArgs::AddTo(CLI::App& app) {
                  "in half of RAM)")
       ->check(CLI::IsMember({"auto", "f32", "native"}))
       ->capture_default_str();
+}
+
+StatusOr<std::string> ModelArgs::Path() const {
+  if (model_option != nullptr && model_option->count() > 0 && model.empty()) {
+    return InvalidArgumentError("-m/--model: empty path");
+  }
+  return model.empty() ? DefaultModelPath() : model;
 }
 
 Status ModelArgs::InitBackend() const {
@@ -54,17 +63,18 @@ StatusOr<WeightMode> ModelArgs::weight_mode() const {
 
 void DiffusionArgs::AddTo(CLI::App& app) {
   app.add_option("-n,--gen-length", params.gen_length, "tokens to generate after the prompt")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
   app.add_option("--steps", params.steps,
                  "denoising steps (forward passes) in total; must be divisible by "
-                 "gen_length / block_length. steps == gen_length commits one token per step")
-      ->check(CLI::PositiveNumber)
+                 "gen_length / block_length, at most gen_length. steps == gen_length commits one "
+                 "token per step")
+      ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
   app.add_option("--block-length", params.block_length,
                  "semi-autoregressive block size; must divide gen_length (== gen_length: one "
                  "block, pure diffusion)")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
   app.add_option("--remasking", remasking,
                  "which masked positions are committed each step: low_confidence (highest "
@@ -73,11 +83,11 @@ void DiffusionArgs::AddTo(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--temperature", params.temperature,
                  "0 = argmax (deterministic); > 0 = Gumbel-max sampling in float64")
-      ->check(CLI::NonNegativeNumber)
+      ->check(FiniteAtLeast(0))
       ->capture_default_str();
   app.add_option("--cfg-scale", params.cfg_scale,
                  "classifier-free guidance scale (0 = off; > 0 doubles the work per step)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(FiniteAtLeast(0))
       ->capture_default_str();
   app.add_flag("--logits-eos-inf", params.logits_eos_inf,
                "never produce EOS (its logit is set to -inf)");
@@ -85,6 +95,7 @@ void DiffusionArgs::AddTo(CLI::App& app) {
                "commit EOS/EOT predictions last (their confidence is 0; LLaDA reference quirk "
                "reproduced: at temperature > 0 only EOT is affected)");
   app.add_option("-s,--seed", params.seed, "random seed (temperature > 0, random remasking)")
+      ->check(Unsigned64())
       ->capture_default_str();
 }
 

@@ -14,14 +14,21 @@ namespace unmask::tools {
 // The model shipped with the repository (README "Quick start"); used when -m is not given.
 std::string DefaultModelPath();
 
+// Upper bounds of integer flags: far beyond real use, small enough that nothing overflows.
+inline constexpr int64_t kMaxThreads = 1024;
+inline constexpr int64_t kMaxLength = int64_t{1} << 24;  // gen_length, steps, block_length, ...
+
 // Model file and CPU backend flags.
 struct ModelArgs {
-  std::string model;  // -m
-  int threads = 0;    // --threads (0: all hardware threads)
+  std::string model;                    // -m
+  CLI::Option* model_option = nullptr;  // to tell "-m ''" from no -m
+  int threads = 0;                      // --threads (0: all hardware threads)
   std::string blas = "onednn";
   std::string weights = "auto";
 
   void AddTo(CLI::App& app);
+  // The model path: -m, or the default model when -m was not given. InvalidArgument for -m "".
+  StatusOr<std::string> Path() const;
   // Applies --threads/--blas to the CPU backend. InvalidArgument for unknown names.
   Status InitBackend() const;
   StatusOr<WeightMode> weight_mode() const;

@@ -7,8 +7,8 @@
 
 namespace unmask::tools {
 
-// f32 FMA peak of this project's machine class with 2 threads, GFLOP/s (the project developer guide, "The
-// machine"); override with $UNMASK_PEAK_GFLOPS on other hardware.
+// f32 FMA peak of this project's machine class with 2 threads, GFLOP/s (the project developer
+// guide, "The machine"); override with $UNMASK_PEAK_GFLOPS on other hardware.
 double NominalPeakGflops();
 
 // Measures the GEMM peak the engine can reach now: y[512, 2048] = x[512, 768] W^T with W

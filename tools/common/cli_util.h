@@ -1,0 +1,30 @@
+// Shared pieces of the command-line tools: one-line error output and flag validators.
+#ifndef UNMASK_TOOLS_COMMON_CLI_UTIL_H_
+#define UNMASK_TOOLS_COMMON_CLI_UTIL_H_
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace unmask::tools {
+
+// `text` with control characters escaped (\n, \t, \x1b, ...), so that a message quoting a file's
+// strings or the user's input stays one line and cannot drive the terminal.
+std::string EscapeControl(std::string_view text);
+
+// Prints "<who>: error: <message>" as one line on stderr (message escaped).
+void PrintError(std::string_view who, std::string_view message);
+
+// Flag validators with short messages (CLI11's own ones print DBL_MAX in full, and its integer
+// conversion silently saturates out-of-range values).
+// An integer in [lo, hi].
+CLI::Validator IntegerIn(int64_t lo, int64_t hi);
+// Any unsigned 64-bit integer (seeds).
+CLI::Validator Unsigned64();
+// A finite number >= lo.
+CLI::Validator FiniteAtLeast(double lo);
+
+}  // namespace unmask::tools
+
+#endif  // UNMASK_TOOLS_COMMON_CLI_UTIL_H_
