@@ -12,8 +12,9 @@
 namespace unmask {
 
 // How a weight is kept in memory:
-//   kPackedF32: dequantized to f32 once and prepacked for the GEMM provider (fastest; 4 bytes/param).
-//   kOnTheFly:  kept in its stored dtype (e.g. the mmap'd F16/Q8_0 data, no copy); panels of rows are
+//   kPackedF32: dequantized to f32 once and prepacked for the GEMM provider (fastest; 4
+//   bytes/param). kOnTheFly:  kept in its stored dtype (e.g. the mmap'd F16/Q8_0 data, no copy);
+//   panels of rows are
 //               dequantized to f32 inside Linear (memory of the original file; slower).
 //   kAuto:      kPackedF32 unless the caller's budget says otherwise (decided by the model loader).
 enum class WeightMode { kAuto, kPackedF32, kOnTheFly };

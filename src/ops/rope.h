@@ -39,7 +39,8 @@ class RopeTable {
 };
 
 // x: [M, num_heads, head_dim] f32, rotated in place; positions: M absolute positions.
-// Errors: InvalidArgument if a position is outside the table, rope_dim > head_dim, or shapes differ.
+// Errors: InvalidArgument if a position is outside the table, rope_dim > head_dim, or shapes
+// differ.
 Status ApplyRope(TensorView x, std::span<const int32_t> positions, const RopeTable& table,
                  RopeLayout layout);
 

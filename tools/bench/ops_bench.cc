@@ -6,7 +6,8 @@
 //   unmask_ops_bench [--unmask_threads=N] [benchmark flags, e.g. --benchmark_filter=Linear/onednn]
 //
 // The peak is kDefaultPeakGflops, measured on this machine class (2 threads of an AVX-512 AMD
-// EPYC; see the project developer guide), overridable with the environment variable UNMASK_PEAK_GFLOPS.
+// EPYC; see the project developer guide), overridable with the environment variable
+// UNMASK_PEAK_GFLOPS.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

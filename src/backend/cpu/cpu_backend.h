@@ -1,6 +1,7 @@
 // CPU backend set-up: thread count and the GEMM provider.
-//   kOneDnn:   oneDNN (libdnnl) matmul with weights prepacked once into its blocked layout (default).
-//   kOpenBlas: OpenBLAS cblas_sgemm, loaded with dlopen after its core type is fixed: Debian's
+//   kOneDnn:   oneDNN (libdnnl) matmul with weights prepacked once into its blocked layout
+//   (default). kOpenBlas: OpenBLAS cblas_sgemm, loaded with dlopen after its core type is fixed:
+//   Debian's
 //              OpenBLAS 0.3.21 misdetects recent AVX-512 CPUs (e.g. AMD Zen 4) as "Prescott"
 //              (~60 GFLOP/s instead of ~260); unless the user set OPENBLAS_CORETYPE, unmask sets it
 //              from CPUID (SkylakeX with AVX-512, Haswell with AVX2) before the library loads.
@@ -53,9 +54,8 @@ std::string DescribeCpuBackend();
 // elements. op(X) = X or X^T per trans_a/trans_b. Used for attention scores and small products.
 // m == 0 or n == 0: nothing happens; k == 0: C = beta * C. beta == 0 overwrites C. Dims are not
 // validated (the calling op has checked them). OpenBLAS takes int dims; larger ones go to oneDNN.
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace unmask::cpu
 
