@@ -82,23 +82,11 @@ StatusOr<ExprPtr> ExprParser::ParseExpressionInner(bool with_condition) {
 }
 
 StatusOr<ExprPtr> ExprParser::ParseOr() {
-  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, ParseAnd());
-  while (IsName("or")) {
-    const size_t at = Next().offset;
-    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, ParseAnd());
-    UNMASK_ASSIGN_OR_RETURN(left, Binary("or", at, std::move(left), std::move(right)));
-  }
-  return left;
+  return ParseLeftAssociative({"or"}, /*keywords=*/true, &ExprParser::ParseAnd);
 }
 
 StatusOr<ExprPtr> ExprParser::ParseAnd() {
-  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, ParseNot());
-  while (IsName("and")) {
-    const size_t at = Next().offset;
-    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, ParseNot());
-    UNMASK_ASSIGN_OR_RETURN(left, Binary("and", at, std::move(left), std::move(right)));
-  }
-  return left;
+  return ParseLeftAssociative({"and"}, /*keywords=*/true, &ExprParser::ParseNot);
 }
 
 StatusOr<ExprPtr> ExprParser::ParseNot() {
@@ -151,41 +139,34 @@ StatusOr<ExprPtr> ExprParser::ParseCompare() {
 }
 
 StatusOr<ExprPtr> ExprParser::ParseMath1() {
-  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, ParseConcat());
-  while (IsOp("+") || IsOp("-")) {
-    const Tok& t = Next();
-    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, ParseConcat());
-    UNMASK_ASSIGN_OR_RETURN(left, Binary(t.text, t.offset, std::move(left), std::move(right)));
-  }
-  return left;
+  return ParseLeftAssociative({"+", "-"}, /*keywords=*/false, &ExprParser::ParseConcat);
 }
 
 StatusOr<ExprPtr> ExprParser::ParseConcat() {
-  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, ParseMath2());
-  while (IsOp("~")) {
-    const size_t at = Next().offset;
-    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, ParseMath2());
-    UNMASK_ASSIGN_OR_RETURN(left, Binary("~", at, std::move(left), std::move(right)));
-  }
-  return left;
+  return ParseLeftAssociative({"~"}, /*keywords=*/false, &ExprParser::ParseMath2);
 }
 
 StatusOr<ExprPtr> ExprParser::ParseMath2() {
-  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, ParsePow());
-  while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
-    const Tok& t = Next();
-    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, ParsePow());
-    UNMASK_ASSIGN_OR_RETURN(left, Binary(t.text, t.offset, std::move(left), std::move(right)));
-  }
-  return left;
+  return ParseLeftAssociative({"*", "/", "//", "%"}, /*keywords=*/false, &ExprParser::ParsePow);
 }
 
 StatusOr<ExprPtr> ExprParser::ParsePow() {
-  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, ParseUnary(true));
-  while (IsOp("**")) {
-    const size_t at = Next().offset;
-    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, ParseUnary(true));
-    UNMASK_ASSIGN_OR_RETURN(left, Binary("**", at, std::move(left), std::move(right)));
+  return ParseLeftAssociative({"**"}, /*keywords=*/false, &ExprParser::ParseFilteredUnary);
+}
+
+StatusOr<ExprPtr> ExprParser::ParseFilteredUnary() { return ParseUnary(true); }
+
+StatusOr<ExprPtr> ExprParser::ParseLeftAssociative(std::initializer_list<std::string_view> ops,
+                                                   bool keywords,
+                                                   StatusOr<ExprPtr> (ExprParser::*next)()) {
+  UNMASK_ASSIGN_OR_RETURN(ExprPtr left, (this->*next)());
+  while (true) {
+    bool match = false;
+    for (std::string_view op : ops) match = match || (keywords ? IsName(op) : IsOp(op));
+    if (!match) break;
+    const Tok& t = Next();
+    UNMASK_ASSIGN_OR_RETURN(ExprPtr right, (this->*next)());
+    UNMASK_ASSIGN_OR_RETURN(left, Binary(t.text, t.offset, std::move(left), std::move(right)));
   }
   return left;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -75,6 +76,12 @@ class ExprParser {
   StatusOr<ExprPtr> ParsePow();
   // Unary `-` / `+`, then postfix operators and, if `with_filter`, filters and tests.
   StatusOr<ExprPtr> ParseUnary(bool with_filter);
+  // ParseUnary(true), as a member usable by ParseLeftAssociative.
+  StatusOr<ExprPtr> ParseFilteredUnary();
+  // `next (op next)*` folded to the left, for the operators `ops` (keywords such as "or" when
+  // `keywords`, else operator tokens).
+  StatusOr<ExprPtr> ParseLeftAssociative(std::initializer_list<std::string_view> ops, bool keywords,
+                                         StatusOr<ExprPtr> (ExprParser::*next)());
   // ParseUnary without the nesting check.
   StatusOr<ExprPtr> ParseUnaryInner(bool with_filter);
   // A literal, a name, a parenthesised expression or tuple, a [list] or a {dict}.
