@@ -2,7 +2,9 @@
 """Check that a GGUF file is what llama.cpp expects for its architecture.
 
 Reads the file with llama.cpp's own Python package (gguf-py, pinned in scripts/requirements.txt) and
-checks, for the `llada` architecture (LLAMACPP.md, llama.cpp conversion/llada.py and src/models/llada.cpp):
+checks, for the `llada` architecture (LLAMACPP.md, llama.cpp conversion/llada.py and src/models/llada.cpp)
+and the `llama` architecture (the project's AR twin; the mask token and the non-causal flag are then
+not required):
   * every tensor name is one llama.cpp knows for the architecture (gguf.constants.MODEL_TENSORS),
     with .weight suffixes, and the required tensors exist for every block;
   * the metadata keys llama.cpp's loader requires exist with the right types;
@@ -62,9 +64,11 @@ def check(path):
     arch = need("general.architecture", {gguf.GGUFValueType.STRING})
     if arch is None:
         return problems
-    if arch != MODEL_ARCH_NAMES[MODEL_ARCH.LLADA]:
-        return [f"architecture '{arch}': this checker knows only 'llada'"]
-    known = [TENSOR_NAMES[t] for t in MODEL_TENSORS[MODEL_ARCH.LLADA]]
+    archs = {MODEL_ARCH_NAMES[a]: a for a in (MODEL_ARCH.LLADA, MODEL_ARCH.LLAMA)}
+    if arch not in archs:
+        return [f"architecture '{arch}': this checker knows only {sorted(archs)}"]
+    diffusion = archs[arch] == MODEL_ARCH.LLADA
+    known = [TENSOR_NAMES[t] for t in MODEL_TENSORS[archs[arch]]]
 
     n_embd = need(f"{arch}.embedding_length", INT_TYPES)
     n_layer = need(f"{arch}.block_count", INT_TYPES)
@@ -75,7 +79,7 @@ def check(path):
     n_head_kv = n_head
     if f"{arch}.attention.head_count_kv" in fields:
         n_head_kv = need(f"{arch}.attention.head_count_kv", INT_TYPES)
-    if f"{arch}.attention.causal" in fields:
+    if diffusion and f"{arch}.attention.causal" in fields:
         if need(f"{arch}.attention.causal", {gguf.GGUFValueType.BOOL}):
             problems.append(f"{arch}.attention.causal must be false for a diffusion model")
 
@@ -90,7 +94,7 @@ def check(path):
     for key in ["tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                 "tokenizer.ggml.mask_token_id", "tokenizer.ggml.eot_token_id",
                 "tokenizer.ggml.padding_token_id"]:
-        if key in fields or key == "tokenizer.ggml.mask_token_id":
+        if key in fields or (diffusion and key == "tokenizer.ggml.mask_token_id"):
             v = need(key, INT_TYPES)
             if v is not None and not 0 <= int(v) < len(tokens):
                 problems.append(f"{key} = {v} is outside the vocabulary of {len(tokens)} tokens")

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential g++ cmake ninja-build pkg-config git
           libdnnl-dev libopenblas-dev libpcre2-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev
-          python3 python3-venv python3-pip)
+          python3 python3-venv python3-pip python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,10 +23,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# Python tooling in a project venv (Debian's system Python refuses pip installs: PEP 668).
-if [ ! -x .venv/bin/python ]; then
-  echo "install-deps: creating .venv" >&2
-  python3 -m venv .venv
+# Python tooling in a project venv (Debian's system Python refuses pip installs: PEP 668), made from
+# Debian's /usr/bin/python3 with its site packages visible: PyTorch comes from Debian (python3-torch,
+# a CPU build; PyPI's torch wheels pull ~3 GB of CUDA libraries), everything else is pinned in
+# scripts/requirements.txt.
+if [ ! -x .venv/bin/python ] || ! grep -q "include-system-site-packages = true" .venv/pyvenv.cfg \
+   || ! grep -q "^home = /usr/bin" .venv/pyvenv.cfg; then
+  echo "install-deps: creating .venv (Debian python3 with system site packages)" >&2
+  rm -rf .venv
+  /usr/bin/python3 -m venv --system-site-packages .venv
 fi
 stamp=.venv/.requirements.sha256
 want=$(sha256sum scripts/requirements.txt | cut -d' ' -f1)

@@ -32,6 +32,8 @@ import numpy as np
 from gguf_read import GGUFError, GGUFFile
 
 ARCH = "llada"
+# Architectures with this block layout: bidirectional LLaDA, and causal Llama (same tensors/keys).
+CAUSAL_ARCHS = {"llada": False, "llama": True}
 
 
 @dataclass
@@ -46,6 +48,7 @@ class LladaConfig:
     rms_eps: float
     rope_base: float
     n_rot: int
+    causal: bool = False  # True for "llama": query i attends to keys 0..i only
 
     @property
     def head_dim(self) -> int:
@@ -93,25 +96,27 @@ def rope_interleaved(x: np.ndarray, base: float) -> np.ndarray:
 
 def read_config(g: GGUFFile) -> LladaConfig:
     arch = g.require("general.architecture")
-    if arch != ARCH:
-        raise GGUFError(f"{g.path}: general.architecture is {arch!r}, expected {ARCH!r}")
+    if arch not in CAUSAL_ARCHS:
+        raise GGUFError(f"{g.path}: general.architecture is {arch!r}, expected one of "
+                        f"{sorted(CAUSAL_ARCHS)}")
 
     def key(k: str):
-        return g.require(f"{ARCH}.{k}")
+        return g.require(f"{arch}.{k}")
 
     n_embd = int(key("embedding_length"))
     n_head = int(key("attention.head_count"))
-    n_head_kv = int(g.get(f"{ARCH}.attention.head_count_kv", n_head))
+    n_head_kv = int(g.get(f"{arch}.attention.head_count_kv", n_head))
     tok = g.tensors.get("token_embd.weight")
     if tok is None:
         raise GGUFError(f"{g.path}: missing tensor 'token_embd.weight'")
-    n_vocab = int(g.get(f"{ARCH}.vocab_size", tok.shape[0]))
+    n_vocab = int(g.get(f"{arch}.vocab_size", tok.shape[0]))
     cfg = LladaConfig(
         n_vocab=n_vocab, n_ctx=int(key("context_length")), n_embd=n_embd,
         n_layer=int(key("block_count")), n_ff=int(key("feed_forward_length")), n_head=n_head,
         n_head_kv=n_head_kv, rms_eps=float(key("attention.layer_norm_rms_epsilon")),
-        rope_base=float(g.get(f"{ARCH}.rope.freq_base", 10000.0)),
-        n_rot=int(g.get(f"{ARCH}.rope.dimension_count", n_embd // n_head)))
+        rope_base=float(g.get(f"{arch}.rope.freq_base", 10000.0)),
+        n_rot=int(g.get(f"{arch}.rope.dimension_count", n_embd // n_head)),
+        causal=CAUSAL_ARCHS[arch])
     if n_embd % n_head or n_head % n_head_kv:
         raise GGUFError(f"{g.path}: bad head counts {n_head}/{n_head_kv} for width {n_embd}")
     if cfg.n_rot != cfg.head_dim:
@@ -197,7 +202,9 @@ class LladaModel:
             v = (h @ lw["wv"].T).reshape(L, Hkv, hd)
             kv_of = np.arange(H) // (H // Hkv)                       # query head -> kv head
             k, v = k[:, kv_of], v[:, kv_of]                          # [L, H, hd]
-            s = np.einsum("qhd,khd->hqk", q, k) * scale              # [H, L, L], no mask
+            s = np.einsum("qhd,khd->hqk", q, k) * scale              # [H, L, L]
+            if cfg.causal:                                           # Llama: no future keys
+                s = np.where(np.triu(np.ones((L, L), dtype=bool), 1), -np.inf, s)
             s = s - s.max(-1, keepdims=True)
             p = np.exp(s)
             p /= p.sum(-1, keepdims=True)

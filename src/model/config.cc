@@ -16,6 +16,9 @@ struct ArchTraits {
 constexpr ArchTraits kArchs[] = {
     // llama.cpp's converter permutes Q/K rows for the interleaved ("normal") RoPE (LLAMACPP.md).
     {"llada", AttentionKind::kBidirectional, RopeLayout::kInterleaved},
+    // Llama (autoregressive): the same block layout with causal attention. unmask loads and runs
+    // its forward pass; autoregressive generation (KV cache, sampling) is not implemented yet.
+    {"llama", AttentionKind::kCausal, RopeLayout::kInterleaved},
 };
 
 // Upper bounds far above any real model, so that a corrupt header cannot make unmask allocate

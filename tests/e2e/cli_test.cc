@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "fixtures/tiny_llada.h"
 #include "test_util.h"
@@ -93,6 +96,86 @@ TEST(CliTest, MatchesAGoldenReferenceCase) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["output_ids"], g["output_ids"]);
 }
 
+TEST(CliTest, TokenizeAgreesWithGenerate) {
+  // `unmask tokenize` gives the ids that `generate -p` feeds the model (without a chat template).
+  const Result t = RunCli("tokenize -m " + Model() + " -p 'Hi there!' --json");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto tj = nlohmann::json::parse(t.out);
+  ASSERT_EQ(tj["ids"].size(), tj["pieces"].size());
+  const Result g = RunCli("generate -m " + Model() +
+                          " -p 'Hi there!' --no-chat -n 8 --steps 8 "
+                          "--block-length 8 --json");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto gj = nlohmann::json::parse(g.out);
+  EXPECT_EQ(gj["prompt_ids"], tj["ids"]);
+  const Result plain = RunCli("tokenize -m " + Model() + " -p 'Hi there!' --no-bos");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::string expected;
+  for (size_t i = 1; i < tj["ids"].size(); ++i)  // the same ids without BOS, space-separated
+    expected += (expected.empty() ? "" : " ") + std::to_string(tj["ids"][i].get<int>());
+  EXPECT_EQ(plain.out, expected + "\n");
+}
+
+TEST(CliTest, TextEndsAtTheFirstEndOfGenerationToken) {
+  const Result r = RunCli("generate -m " + Model() +
+                          " --prompt-ids 1,2,3 -n 16 --steps 16 --block-length 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("finish_reason"));
+  EXPECT_EQ(j["output_ids"].size(), 16u);  // output_ids always hold the whole canvas
+  // The tiny fixture's vocabulary: 256 bytes, then BOS 256, EOS 257, EOT 258, mask 259.
+  bool has_end = false;
+  for (const auto& id : j["output_ids"]) has_end = has_end || id == 257 || id == 258;
+  EXPECT_EQ(j["finish_reason"], has_end ? "stop" : "length") << j;
+  // Force the other case: with EOS banned and no EOT in the vocabulary's way, the text runs on.
+  const Result banned = RunCli("generate -m " + Model() +
+                               " --prompt-ids 1,2,3 -n 16 --steps 16 --block-length 16 "
+                               "--logits-eos-inf --json");
+  ASSERT_EQ(banned.exit_code, 0) << banned.err;
+  const auto b = nlohmann::json::parse(banned.out);
+  bool has_eot = false;
+  for (const auto& id : b["output_ids"]) has_eot = has_eot || id == 258;
+  EXPECT_EQ(b["finish_reason"], has_eot ? "stop" : "length") << b;
+}
+
+// Lower-cased runs of ASCII letters: the words of a text.
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : text + " ") {
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!w.empty()) {
+      words.push_back(w);
+      w.clear();
+    }
+  }
+  return words;
+}
+
+TEST(CliTest, ReadmeMainCommandWritesEnglishWithTheDefaultModel) {
+  // The README's first command without --visual: the diffusion twin (models/) by default, greedy.
+  // "Readable" is checked the simple way: the story is made of words of the TinyStories corpus.
+  UNMASK_REQUIRE_SHARED_DATA(corpus_path, "corpus/tinystories_train_head_944k.txt");
+  const Result r = RunCli("generate -p 'Once upon a time, there was' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["architecture"], "llada");
+  const std::vector<std::string> words = Words(j["text"].get<std::string>());
+  ASSERT_GE(words.size(), 10u) << j["text"];
+  std::ifstream in(corpus_path);
+  std::set<std::string> known;
+  for (std::string line; std::getline(in, line);) {
+    for (auto& w : Words(line)) known.insert(std::move(w));
+  }
+  size_t hits = 0;
+  for (const auto& w : words) hits += known.count(w);
+  EXPECT_GE(hits, words.size() * 95 / 100) << j["text"];
+  // ... and not one word over and over (an undertrained diffusion model's failure).
+  EXPECT_GE(std::set<std::string>(words.begin(), words.end()).size(), words.size() / 4)
+      << j["text"];
+}
+
 TEST(CliTest, TextPromptWithChatTemplateAndProgressOnStderr) {
   const Result r =
       RunCli("generate -m " + Model() + " -p 'Hello there' -n 8 --steps 8 --block-length 8");
@@ -160,7 +243,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCall{"generate -m {MODEL} -p '<|mdm_mask|> hi' -n 8 --steps 8 --block-length 8", 1,
                 "mask token"},
         BadCall{"bench -m {MODEL} --prompt-length 1000000 -r 1", 1, "context length"},
-        BadCall{"inspect " + testing::SourceDir() + "/README.md", 1, "README.md"}));
+        BadCall{"inspect " + testing::SourceDir() + "/README.md", 1, "README.md"},
+        BadCall{"tokenize -m {MODEL}", 1, "nothing to tokenize"},
+        BadCall{"tokenize -m {MODEL} -f /nonexistent.txt", 1, "/nonexistent.txt"},
+        BadCall{"tokenize -m {MODEL} -p hi -f x.txt", 2, "excludes"},
+        BadCall{"tokenize -m /nonexistent.gguf -p hi", 1, "/nonexistent.gguf"}));
 
 TEST(CliTest, ErrorsStayOnOneLineAndShort) {
   // A file whose strings carry newlines and terminal escapes: the error quotes them escaped.

@@ -95,6 +95,23 @@ TEST(LladaModelTest, AttentionIsBidirectional) {
   EXPECT_GT(MaxAbsDiff(a, b), 1e-4);
 }
 
+TEST(LladaModelTest, LlamaArchitectureIsCausal) {
+  // The same layout under general.architecture = "llama": earlier positions never see later ones.
+  TinyLladaSpec spec;
+  spec.architecture = "llama";
+  LoadedModel lm = Load(Write(spec, "llama"));
+  EXPECT_EQ(lm.model->config().attention, AttentionKind::kCausal);
+  EXPECT_FALSE(lm.model->config().is_diffusion());
+  const std::vector<float> a = RunForward(*lm.model, {256, 72, 105, 33}, {0, 2, 3});
+  const std::vector<float> b = RunForward(*lm.model, {256, 72, 105, 34}, {0, 2, 3});
+  const size_t v = static_cast<size_t>(lm.model->config().vocab_size);
+  const std::vector<float> a_prefix(a.begin(), a.begin() + 2 * v),
+      b_prefix(b.begin(), b.begin() + 2 * v);
+  EXPECT_LT(MaxAbsDiff(a_prefix, b_prefix), 1e-6);
+  const std::vector<float> a_last(a.begin() + 2 * v, a.end()), b_last(b.begin() + 2 * v, b.end());
+  EXPECT_GT(MaxAbsDiff(a_last, b_last), 1e-4);
+}
+
 TEST(LladaModelTest, SequencesInABatchDoNotInteract) {
   LoadedModel lm = Load(Write(TinyLladaSpec{}, "batch"));
   const std::vector<int32_t> s1 = {256, 72, 259, 259}, s2 = {259, 1, 2};

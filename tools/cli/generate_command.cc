@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/cli_util.h"
@@ -196,10 +197,20 @@ int GenerateCommand::Run() const {
   const GenerationStats& stats = *stats_or;
 
   const std::vector<int32_t> output(dec.generated().begin(), dec.generated().end());
-  const std::string text = tok.Decode(output, /*skip_special=*/true);
+  // The text ends at the first end-of-generation token (EOS or EOT), as an OpenAI completion does:
+  // a base model trained on packed documents may start a new one after it. output_ids keep all.
+  size_t text_end = 0;
+  while (text_end < output.size() && output[text_end] != tok.special().eos &&
+         output[text_end] != tok.special().eot) {
+    ++text_end;
+  }
+  const bool stopped_at_eos = text_end < output.size();
+  const std::string text =
+      tok.Decode(std::span<const int32_t>(output.data(), text_end), /*skip_special=*/true);
   if (json) {
     nlohmann::json j;
     j["text"] = text;
+    j["finish_reason"] = stopped_at_eos ? "stop" : "length";
     j["prompt_ids"] = ids;
     j["output_ids"] = output;
     j["nfe"] = stats.nfe;

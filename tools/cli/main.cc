@@ -5,6 +5,7 @@
 #include "cli/bench_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
+#include "cli/tokenize_command.h"
 #include "common/cli_util.h"
 
 int main(int argc, char** argv) {
@@ -35,15 +36,21 @@ int main(int argc, char** argv) {
       "--block-length 32 --steps 128 -t 2");
   bench.AddTo(*ben);
 
+  unmask::tools::TokenizeCommand tokenize;
+  CLI::App* tkz = app.add_subcommand(
+      "tokenize", "print the token ids of a text with a model's tokenizer (like llama-tokenize)");
+  tokenize.AddTo(*tkz);
+
   // An unknown first word is a mistyped command: say so (CLI11 would only say one is required).
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {
     known = known || (argc > 1 && sub->get_name() == argv[1]);
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    unmask::tools::PrintError("unmask", "unknown command '" + std::string(argv[1]) +
-                                            "' (commands: generate, inspect, bench; see 'unmask "
-                                            "--help')");
+    unmask::tools::PrintError("unmask",
+                              "unknown command '" + std::string(argv[1]) +
+                                  "' (commands: generate, inspect, bench, tokenize; see 'unmask "
+                                  "--help')");
     return 2;
   }
   try {
@@ -64,6 +71,7 @@ int main(int argc, char** argv) {
     if (gen->parsed()) return generate.Run();
     if (ins->parsed()) return inspect.Run();
     if (ben->parsed()) return bench.Run();
+    if (tkz->parsed()) return tokenize.Run();
   } catch (const std::bad_alloc&) {
     unmask::tools::PrintError("unmask", "out of memory");
     return 1;

@@ -11,7 +11,7 @@ namespace unmask::tools {
 std::string DefaultModelPath() {
   // Next to the source tree the binary was built from; $UNMASK_DEFAULT_MODEL overrides.
   if (const char* env = std::getenv("UNMASK_DEFAULT_MODEL"); env && *env) return env;
-  return std::string(UNMASK_SOURCE_DIR) + "/models/unmask-default-llada.gguf";
+  return std::string(UNMASK_SOURCE_DIR) + "/models/unmask-tinystories-llada.gguf";
 }
 
 void ModelArgs::AddTo(CLI::App& app) {

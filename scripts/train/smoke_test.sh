@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# CI smoke test of the training pipeline (never the full training): trains the tokenizer and each
+# twin for a few steps of a tiny configuration on a few kilobytes of TinyStories text, exports both
+# GGUF files, and checks that llama.cpp's gguf-py accepts them and that unmask loads them.
+#   scripts/train/smoke_test.sh UNMASK_BINARY [WORK_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+unmask=${1:?usage: smoke_test.sh UNMASK_BINARY [WORK_DIR]}
+work=${2:-build/train-smoke}
+corpus=../shared/data/corpus/cs336_tinystories_sample.txt
+if [ ! -f "$corpus" ]; then
+  if [ "${CI:-}" = true ]; then echo "smoke_test: $corpus missing" >&2; exit 1; fi
+  echo "SKIPPED: $corpus not found (../shared/data)"; exit 0
+fi
+rm -rf "$work" && mkdir -p "$work"
+py=.venv/bin/python
+export UNMASK_CORPUS=$corpus
+$py scripts/train/train_tokenizer.py --out "$work/tokenizer.json" --vocab-size 300
+for objective in llada ar; do
+  $py scripts/train/train.py --objective "$objective" --out-dir "$work/$objective" \
+    --tokenizer "$work/tokenizer.json" --gguf "$work/$objective.gguf" --dim 32 --layers 2 \
+    --heads 4 --ffn 64 --context 64 --batch 2 --max-steps 3 --warmup 1 --eval-every 2 --threads 1
+  test -s "$work/$objective/loss.svg" && test -s "$work/$objective/log.jsonl"
+  "$unmask" inspect "$work/$objective.gguf" --no-tensors > "$work/$objective.inspect.txt"
+done
+grep -q "architecture: llada" "$work/llada.inspect.txt"
+grep -q "architecture: llama" "$work/ar.inspect.txt"
+"$unmask" generate -m "$work/llada.gguf" -p "Once upon a time" -n 16 --steps 16 --block-length 16 \
+  --json > "$work/llada.generate.json"
+$py -c "import json,sys; j=json.load(open('$work/llada.generate.json')); assert len(j['output_ids'])==16"
+$py scripts/check_llamacpp_gguf.py "$work/llada.gguf"
+$py scripts/check_llamacpp_gguf.py "$work/ar.gguf"
+echo "smoke_test: ok"
