@@ -19,6 +19,8 @@ enum class RngStream : uint32_t {
   kGumbel = 1,        // Gumbel-max token sampling: index = vocabulary id
   kRemaskRandom = 2,  // `random` remasking confidence: index = 0
   kSampling = 3,      // generic categorical sampling: index = 0
+  kSpecAccept = 4,    // speculative decoding: accept/reject draws, index = 0
+  kSpecResidual = 5,  // speculative decoding: draws from the residual max(p - q, 0), index = 0
 };
 
 class CounterRng {

@@ -52,16 +52,19 @@ int64_t ModelConfig::NumParameters() const {
 }
 
 double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
-                                 bool prune_last_layer) const {
+                                 bool prune_last_layer, int64_t num_cached) const {
   const double n = static_cast<double>(num_positions);
   const double r = static_cast<double>(num_logit_rows);
   const double d = static_cast<double>(hidden_size);
   const double q = static_cast<double>(num_heads * head_dim);
   const double kv = static_cast<double>(num_kv_heads * head_dim);
   const double f = static_cast<double>(ffn_size);
-  // Query-key pairs per layer for `rows` queries.
+  const double cached = static_cast<double>(num_cached);
+  // Query-key pairs per layer for `rows` queries (causal: the last `rows` of the fed positions).
   auto pairs = [&](double rows) {
-    return attention == AttentionKind::kCausal ? rows * (rows + 1) / 2 : rows * n;
+    return attention == AttentionKind::kCausal
+               ? rows * (cached + n - rows) + rows * (rows + 1) / 2
+               : rows * (cached + n);
   };
   const double kv_proj = 2.0 * n * d * 2.0 * kv;
   auto rest = [&](double rows) {  // Q and output projections, attention, FFN for `rows` queries

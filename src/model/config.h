@@ -42,8 +42,10 @@ struct ModelConfig {
   // with logits for `num_logit_rows` of them. prune_last_layer: the last layer computes queries,
   // attention output and FFN only for the logit rows (keys/values for all), as TransformerModel
   // does for bidirectional models. Attention counts every query-key pair it computes (causal: the
-  // lower triangle). Elementwise ops (norms, RoPE, softmax) are not counted.
-  double ForwardFlops(int64_t num_positions, int64_t num_logit_rows, bool prune_last_layer) const;
+  // lower triangle). num_cached: positions read from a KV cache before the fed ones (every query
+  // also attends to them). Elementwise ops (norms, RoPE, softmax) are not counted.
+  double ForwardFlops(int64_t num_positions, int64_t num_logit_rows, bool prune_last_layer,
+                      int64_t num_cached = 0) const;
 };
 
 // Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama").

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "kv/kv_cache.h"
 #include "model/config.h"
 #include "ops/rope.h"
 
@@ -20,6 +21,10 @@ struct SequenceInput {
   std::span<const int32_t> tokens;      // [num_positions] token ids
   int32_t pos0 = 0;                     // absolute position of tokens[0] (RoPE)
   std::span<const int32_t> logit_rows;  // ascending indices into tokens whose logits are wanted
+  // Sequence (slot) of the KvCache passed to Forward, or -1 for none. With a cache, positions
+  // [0, pos0) come from it and the fed positions are written to it (kv/kv_cache.h: Plan drops
+  // anything cached at or after pos0); attention spans [0, pos0 + len(tokens)).
+  int32_t kv_seq = -1;
 };
 
 struct BatchPlan {
@@ -71,11 +76,20 @@ class Model {
   virtual const ModelConfig& config() const = 0;
 
   // Runs the batch and writes logits [plan.num_logit_rows(), vocab] f32, sequence-major in plan
-  // order. Thread-compatible: concurrent calls need separate Workspaces.
+  // order. `kv` may be null when no sequence has kv_seq >= 0. Thread-compatible: concurrent calls
+  // need separate Workspaces (and KV caches).
   // Errors: InvalidArgument for a token id outside the vocabulary, a position beyond the context,
-  // unsorted/out-of-range logit rows, or a logits tensor of the wrong shape.
-  virtual Status Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
+  // unsorted/out-of-range logit rows, a logits tensor of the wrong shape, a kv_seq without a
+  // cache or a cache of another shape; FailedPrecondition when pos0 is past the cached length.
+  virtual Status Forward(const BatchPlan& plan, KvCache* kv, Workspace& ws, TensorView logits,
                          ForwardStats* stats) const = 0;
+  // Without a KV cache.
+  Status Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
+                 ForwardStats* stats) const {
+    return Forward(plan, nullptr, ws, logits, stats);
+  }
+  // A KV cache shaped for this model: `num_sequences` slots of up to context_length positions.
+  StatusOr<KvCache> MakeKvCache(int64_t num_sequences) const;
 
   // Bytes of weights resident in memory (packed copies plus mmap'd data in use).
   virtual size_t weight_bytes() const = 0;

@@ -170,12 +170,40 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
   return m;
 }
 
-Status TransformerModel::ValidatePlan(const BatchPlan& plan, const TensorView& logits) const {
+Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
+                                      const TensorView& logits) const {
   const ModelConfig& c = config_;
+  std::vector<int32_t> kv_seqs;
   for (size_t s = 0; s < plan.sequences.size(); ++s) {
     const SequenceInput& seq = plan.sequences[s];
     const int64_t n = static_cast<int64_t>(seq.tokens.size());
     const std::string where = "sequence " + std::to_string(s);
+    if (seq.kv_seq >= 0) {
+      if (kv == nullptr) return InvalidArgumentError(where + ": kv_seq set but no KV cache given");
+      if (kv->config().num_layers != c.num_layers ||
+          kv->config().kv_dim != c.num_kv_heads * c.head_dim) {
+        return InvalidArgumentError("KV cache shaped for another model (layers " +
+                                    std::to_string(kv->config().num_layers) + ", kv_dim " +
+                                    std::to_string(kv->config().kv_dim) + ")");
+      }
+      if (seq.kv_seq >= kv->num_sequences()) {
+        return InvalidArgumentError(where + ": kv_seq " + std::to_string(seq.kv_seq) +
+                                    " but the KV cache has " + std::to_string(kv->num_sequences()) +
+                                    " sequences");
+      }
+      if (std::find(kv_seqs.begin(), kv_seqs.end(), seq.kv_seq) != kv_seqs.end()) {
+        return InvalidArgumentError(where + ": kv_seq " + std::to_string(seq.kv_seq) +
+                                    " used twice in one batch");
+      }
+      kv_seqs.push_back(seq.kv_seq);
+      if (seq.pos0 > kv->length(seq.kv_seq)) {
+        return FailedPreconditionError(where + ": starts at position " + std::to_string(seq.pos0) +
+                                       " but the KV cache holds " +
+                                       std::to_string(kv->length(seq.kv_seq)) + " positions");
+      }
+    } else if (seq.kv_seq < -1) {
+      return InvalidArgumentError(where + ": kv_seq must be -1 or a cache sequence");
+    }
     if (seq.pos0 < 0 || seq.pos0 + n > c.context_length) {
       return InvalidArgumentError(where + ": positions [" + std::to_string(seq.pos0) + ", " +
                                   std::to_string(seq.pos0 + n) + ") exceed the context length " +
@@ -207,14 +235,20 @@ Status TransformerModel::ValidatePlan(const BatchPlan& plan, const TensorView& l
   return Status::Ok();
 }
 
-Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
-                                 ForwardStats* stats) const {
+Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& ws,
+                                 TensorView logits, ForwardStats* stats) const {
   const auto start = std::chrono::steady_clock::now();
-  UNMASK_RETURN_IF_ERROR(ValidatePlan(plan, logits));
+  UNMASK_RETURN_IF_ERROR(ValidatePlan(plan, kv, logits));
   const ModelConfig& c = config_;
   const int64_t total = plan.num_positions();
   const int64_t num_rows = plan.num_logit_rows();
   if (total == 0) return Status::Ok();
+  for (const SequenceInput& seq : plan.sequences) {
+    if (seq.kv_seq >= 0) {
+      UNMASK_RETURN_IF_ERROR(
+          kv->Plan(seq.kv_seq, seq.pos0, static_cast<int64_t>(seq.tokens.size())));
+    }
+  }
   ws.Reserve(c, total, num_rows);
   int64_t max_position = 0;
   for (const SequenceInput& seq : plan.sequences) {
@@ -264,11 +298,12 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
     }
   };
 
+  const int64_t kv_dim = hkv * c.head_dim;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const TransformerLayer& L = layers_[static_cast<size_t>(l)];
-    // In a bidirectional model the last layer only needs queries (and everything after
-    // attention) at the logit rows; keys and values are needed everywhere.
-    const bool prune = bidirectional && l == c.num_layers - 1;
+    // The last layer only needs queries (and everything after attention) at the logit rows; keys
+    // and values are needed (and cached) everywhere.
+    const bool prune = l == c.num_layers - 1;
     const TensorView attn_norm{const_cast<float*>(L.attn_norm.data()), DType::kF32,
                                Shape{c.hidden_size}};
     const TensorView ffn_norm{const_cast<float*>(L.ffn_norm.data()), DType::kF32,
@@ -279,6 +314,15 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
     UNMASK_RETURN_IF_ERROR(
         ApplyRope(Heads(ws.k, 0, total, hkv), positions, ws.rope, c.rope_layout));
+    for (size_t s = 0; s < plan.sequences.size(); ++s) {
+      const SequenceInput& seq = plan.sequences[s];
+      if (seq.kv_seq < 0) continue;
+      const size_t len = seq.tokens.size() * static_cast<size_t>(kv_dim);
+      std::copy_n(ws.k.as<float>() + offsets[s] * kv_dim, len,
+                  kv->Keys(seq.kv_seq, l) + seq.pos0 * kv_dim);
+      std::copy_n(ws.v.as<float>() + offsets[s] * kv_dim, len,
+                  kv->Values(seq.kv_seq, l) + seq.pos0 * kv_dim);
+    }
 
     // The rows that continue through this layer: all positions, or the logit rows when pruning.
     const Tensor& resid = prune ? ws.last_hidden : ws.hidden;
@@ -297,11 +341,38 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
     for (size_t s = 0; s < plan.sequences.size(); ++s) {
       const SequenceInput& seq = plan.sequences[s];
       const int64_t len = static_cast<int64_t>(seq.tokens.size());
-      const int64_t q_len = prune ? static_cast<int64_t>(seq.logit_rows.size()) : len;
-      if (q_len == 0) continue;
-      UNMASK_RETURN_IF_ERROR(Attention(
-          Heads(ws.q, q_offsets[s], q_len, h), Heads(ws.k, offsets[s], len, hkv),
-          Heads(ws.v, offsets[s], len, hkv), attn_params, Heads(ws.attn, q_offsets[s], q_len, h)));
+      // Keys: the cache rows [0, pos0 + len) or the fed rows; key_base = key index of tokens[0].
+      const bool cached = seq.kv_seq >= 0;
+      const int64_t key_base = cached ? seq.pos0 : 0;
+      const int64_t num_keys = key_base + len;
+      const TensorView keys = cached ? TensorView{kv->Keys(seq.kv_seq, l), DType::kF32,
+                                                  Shape{num_keys, hkv, c.head_dim}}
+                                     : Heads(ws.k, offsets[s], len, hkv);
+      const TensorView values = cached ? TensorView{kv->Values(seq.kv_seq, l), DType::kF32,
+                                                    Shape{num_keys, hkv, c.head_dim}}
+                                       : Heads(ws.v, offsets[s], len, hkv);
+      // Queries for token indices [a, b) stored from row q_row; a causal query at token index i
+      // sees keys [0, key_base + i].
+      auto run_attention = [&](int64_t q_row, int64_t a, int64_t b) -> Status {
+        AttentionParams p = attn_params;
+        p.q_pos0 = key_base + a;
+        return Attention(Heads(ws.q, q_row, b - a, h), keys, values, p,
+                         Heads(ws.attn, q_row, b - a, h));
+      };
+      if (!prune) {
+        if (len > 0) UNMASK_RETURN_IF_ERROR(run_attention(q_offsets[s], 0, len));
+        continue;
+      }
+      // Pruned: the logit rows, in maximal runs of consecutive indices (one call when
+      // bidirectional, where every query sees every key).
+      const std::span<const int32_t> rows = seq.logit_rows;
+      for (size_t i = 0; i < rows.size();) {
+        size_t j = i + 1;
+        while (j < rows.size() && (bidirectional || rows[j] == rows[j - 1] + 1)) ++j;
+        UNMASK_RETURN_IF_ERROR(run_attention(q_offsets[s] + static_cast<int64_t>(i), rows[i],
+                                             rows[i] + static_cast<int64_t>(j - i)));
+        i = j;
+      }
     }
     if (n == 0) continue;
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.attn, 0, n), L.wo, Rows(ws.proj, 0, n)));
@@ -312,7 +383,6 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.ffn, 0, n), L.down, Rows(ws.proj, 0, n)));
     UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
   }
-  if (!bidirectional) gather_rows(ws.hidden, ws.last_hidden);
 
   if (num_rows > 0) {
     const TensorView out_norm{const_cast<float*>(output_norm_.data()), DType::kF32,
@@ -328,7 +398,8 @@ Status TransformerModel::Forward(const BatchPlan& plan, Workspace& ws, TensorVie
     stats->flops = 0;
     for (const SequenceInput& seq : plan.sequences) {
       stats->flops += c.ForwardFlops(static_cast<int64_t>(seq.tokens.size()),
-                                     static_cast<int64_t>(seq.logit_rows.size()), bidirectional);
+                                     static_cast<int64_t>(seq.logit_rows.size()), true,
+                                     seq.kv_seq >= 0 ? seq.pos0 : 0);
     }
     stats->ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -40,13 +40,14 @@ class TransformerModel final : public Model {
       const std::function<void(int, int)>& progress);
 
   const ModelConfig& config() const override { return config_; }
-  Status Forward(const BatchPlan& plan, Workspace& ws, TensorView logits,
+  using Model::Forward;
+  Status Forward(const BatchPlan& plan, KvCache* kv, Workspace& ws, TensorView logits,
                  ForwardStats* stats) const override;
   size_t weight_bytes() const override { return weight_bytes_; }
 
  private:
   TransformerModel() = default;
-  Status ValidatePlan(const BatchPlan& plan, const TensorView& logits) const;
+  Status ValidatePlan(const BatchPlan& plan, const KvCache* kv, const TensorView& logits) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;

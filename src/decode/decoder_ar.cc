@@ -1,0 +1,177 @@
+#include "decode/decoder_ar.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/rng.h"
+
+namespace unmask {
+
+std::string_view ArFinishName(ArFinish f) {
+  switch (f) {
+    case ArFinish::kEos:
+    case ArFinish::kStopped:
+      return "stop";
+    case ArFinish::kLength:
+    case ArFinish::kContext:
+      return "length";
+    default:
+      return "";
+  }
+}
+
+StatusOr<ArDecoder> ArDecoder::Create(const ArParams& params, ArTokenIds ids,
+                                      std::span<const int32_t> prompt, int64_t context_length,
+                                      int64_t vocab_size, Drafter* drafter, int32_t kv_seq) {
+  UNMASK_RETURN_IF_ERROR(ValidateSamplingParams(params.sampling));
+  if (prompt.empty()) {
+    return InvalidArgumentError("the prompt is empty (an AR model needs at least one token)");
+  }
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
+      return InvalidArgumentError("prompt token " + std::to_string(prompt[i]) + " at index " +
+                                  std::to_string(i) + " is outside the vocabulary [0, " +
+                                  std::to_string(vocab_size) + ")");
+    }
+  }
+  if (static_cast<int64_t>(prompt.size()) >= context_length) {
+    return InvalidArgumentError("the prompt has " + std::to_string(prompt.size()) +
+                                " tokens; the context holds " + std::to_string(context_length) +
+                                ", which leaves no room to generate");
+  }
+  if (params.n_predict < -1) {
+    return InvalidArgumentError("n_predict must be -1 (until EOS or a full context) or >= 0");
+  }
+  if (params.draft_max < 1) return InvalidArgumentError("draft_max must be >= 1");
+  ArDecoder d;
+  d.params_ = params;
+  d.ids_ = ids;
+  d.sampler_ = Sampler(params.sampling);
+  d.drafter_ = drafter;
+  d.kv_seq_ = kv_seq;
+  d.prompt_length_ = static_cast<int64_t>(prompt.size());
+  d.context_length_ = context_length;
+  d.vocab_size_ = vocab_size;
+  d.tokens_.assign(prompt.begin(), prompt.end());
+  if (params.n_predict == 0) d.finish_ = ArFinish::kLength;
+  return d;
+}
+
+std::span<const int32_t> ArDecoder::generated() const {
+  return std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(prompt_length_));
+}
+
+StatusOr<const BatchPlan*> ArDecoder::Plan() {
+  if (Done()) return FailedPreconditionError("AR decoder: Plan() after the generation ended");
+  const int64_t len = static_cast<int64_t>(tokens_.size());
+  draft_.tokens.clear();
+  draft_.q.clear();
+  if (drafter_ != nullptr) {
+    // A step commits the accepted drafts plus one token: never draft past the budget or context.
+    int64_t room = context_length_ - len - 1;
+    if (params_.n_predict >= 0) {
+      room = std::min(room, params_.n_predict - static_cast<int64_t>(generated().size()) - 1);
+    }
+    const int64_t max = std::min<int64_t>(params_.draft_max, room);
+    if (max > 0) {
+      UNMASK_RETURN_IF_ERROR(drafter_->Propose(tokens_, max, &draft_));
+      if (static_cast<int64_t>(draft_.tokens.size()) > max) {
+        draft_.tokens.resize(static_cast<size_t>(max));
+        draft_.q.resize(static_cast<size_t>(max));
+      }
+    }
+  }
+  feed_.assign(tokens_.begin() + cached_, tokens_.end());
+  const int32_t first_row = static_cast<int32_t>(feed_.size()) - 1;
+  feed_.insert(feed_.end(), draft_.tokens.begin(), draft_.tokens.end());
+  rows_.clear();
+  for (int32_t r = first_row; r < static_cast<int32_t>(feed_.size()); ++r) rows_.push_back(r);
+  plan_.sequences.assign(1, SequenceInput{feed_, static_cast<int32_t>(cached_), rows_, kv_seq_});
+  planned_ = true;
+  return &plan_;
+}
+
+bool ArDecoder::Commit(int32_t t, ArStepResult* result) {
+  tokens_.push_back(t);
+  result->tokens.push_back(t);
+  const int64_t generated = static_cast<int64_t>(tokens_.size()) - prompt_length_;
+  if (!params_.ignore_eos && (t == ids_.eos || t == ids_.eot) && t >= 0) {
+    finish_ = ArFinish::kEos;
+  } else if (params_.n_predict >= 0 && generated >= params_.n_predict) {
+    finish_ = ArFinish::kLength;
+  } else if (static_cast<int64_t>(tokens_.size()) >= context_length_) {
+    finish_ = ArFinish::kContext;
+  }
+  return finish_ == ArFinish::kNone;
+}
+
+Status ArDecoder::Update(const TensorView& logits, ArStepResult* result) {
+  if (!planned_) return FailedPreconditionError("AR decoder: Update() without a Plan()");
+  const int64_t rows = static_cast<int64_t>(rows_.size());
+  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
+      logits.shape[1] != vocab_size_) {
+    return InvalidArgumentError("AR decoder: logits must be f32 [" + std::to_string(rows) + ", " +
+                                std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
+  }
+  planned_ = false;
+  ++nfe_;
+  result->tokens.clear();
+  const int64_t k = static_cast<int64_t>(draft_.tokens.size());
+  result->drafted = k;
+  result->accepted = 0;
+  const int64_t pos0 = cached_;
+  const CounterRng rng(params_.sampling.seed);
+  history_.assign(tokens_.begin(), tokens_.end());
+  for (int64_t i = 0; i <= k; ++i) {
+    const std::span<const float> row(logits.as<float>() + i * vocab_size_,
+                                     static_cast<size_t>(vocab_size_));
+    const TokenDistribution p = sampler_.Distribution(row, history_);
+    const uint32_t position = static_cast<uint32_t>(tokens_.size());
+    if (i == k) {  // every draft accepted (or none): draw from p
+      const int32_t t =
+          p.ids.size() == 1 ? p.ids[0] : p.Draw(rng.Uniform(RngStream::kSampling, position, 0, 0));
+      Commit(t, result);
+      break;
+    }
+    const int32_t d = draft_.tokens[static_cast<size_t>(i)];
+    const double q = draft_.q[static_cast<size_t>(i)].Prob(d);
+    const double u = rng.Uniform(RngStream::kSpecAccept, position, 0, 0);
+    if (q > 0 && u < std::min(1.0, p.Prob(d) / q)) {
+      ++result->accepted;
+      if (!Commit(d, result)) break;
+      history_.push_back(d);
+      continue;
+    }
+    // Rejected: draw from the residual norm(max(p - q, 0)).
+    const TokenDistribution& qd = draft_.q[static_cast<size_t>(i)];
+    TokenDistribution residual;
+    double sum = 0;
+    for (size_t j = 0; j < p.ids.size(); ++j) {
+      const double r = std::max(0.0, p.probs[j] - qd.Prob(p.ids[j]));
+      if (r > 0) {
+        residual.ids.push_back(p.ids[j]);
+        residual.probs.push_back(r);
+        sum += r;
+      }
+    }
+    if (sum <= 0) residual = p;  // unreachable for a rejection; keeps the draw well defined
+    for (double& r : residual.probs) r /= sum > 0 ? sum : 1.0;
+    const int32_t t = residual.ids.size() == 1
+                          ? residual.ids[0]
+                          : residual.Draw(rng.Uniform(RngStream::kSpecResidual, position, 0, 0));
+    Commit(t, result);
+    break;
+  }
+  // Cached now: every fed non-draft token and the accepted drafts.
+  cached_ = pos0 + static_cast<int64_t>(feed_.size()) - k + result->accepted;
+  if (drafter_ != nullptr && k > 0) {
+    ++spec_.steps;
+    spec_.drafted += k;
+    spec_.accepted += result->accepted;
+  } else if (drafter_ != nullptr) {
+    ++spec_.steps;
+  }
+  return Status::Ok();
+}
+
+}  // namespace unmask

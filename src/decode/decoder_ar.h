@@ -1,0 +1,123 @@
+// The autoregressive decoder (ARCHITECTURE.md: ArDecoder = sampler chain x optional speculative
+// drafter). One sequence, KV-cached: the first forward feeds the whole prompt (prefill) and asks
+// for the last row's logits; each later forward feeds the tokens not yet cached — the last
+// committed token, plus the drafter's proposal when speculating — and asks for a row per token.
+//
+// Verification (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
+// Decoding"; Chen et al. 2023): row i of the target forward gives p_i, the target chain's
+// distribution after the committed tokens and drafts d_0..d_{i-1}. Draft d_i with draft
+// distribution q_i is accepted when u_i < min(1, p_i(d_i) / q_i(d_i)); at the first rejection a
+// token is drawn from norm(max(p_i - q_i, 0)) and the step ends; when every draft is accepted a
+// bonus token is drawn from p_k. The committed tokens are distributed exactly as plain sampling
+// from p. Greedy target (temperature 0): p_i is a point mass on the argmax, so drafts are accepted
+// while they equal the argmax and the output is token-identical to plain greedy decoding.
+// Random numbers: u_i = Uniform(kSpecAccept, position), residual draws from kSpecResidual, plain
+// draws from kSampling, keyed by the token's absolute position.
+#ifndef UNMASK_DECODE_DECODER_AR_H_
+#define UNMASK_DECODE_DECODER_AR_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "decode/drafter.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+
+namespace unmask {
+
+struct ArParams {
+  int64_t n_predict = 128;  // most tokens to generate; -1: until EOS or the context is full
+  SamplingParams sampling;
+  bool ignore_eos = false;  // keep going past end-of-generation tokens
+  int32_t draft_max = 8;    // most tokens proposed per step when a drafter is set (>= 1)
+};
+
+// End-of-generation token ids (from the GGUF; -1 when absent).
+struct ArTokenIds {
+  int32_t eos = -1;
+  int32_t eot = -1;
+};
+
+enum class ArFinish { kNone, kEos, kLength, kContext, kStopped };
+std::string_view ArFinishName(ArFinish f);  // "", "stop", "length", "length", "stop"
+
+// What one Update committed.
+struct ArStepResult {
+  std::vector<int32_t> tokens;  // committed this step, in order (1 without a drafter)
+  int64_t drafted = 0;          // tokens proposed for this step
+  int64_t accepted = 0;         // of which accepted
+};
+
+// Speculative decoding counters.
+struct SpeculativeStats {
+  int64_t steps = 0;     // target forwards after the prefill
+  int64_t drafted = 0;   // tokens proposed
+  int64_t accepted = 0;  // tokens accepted
+  double acceptance_rate() const {
+    return drafted > 0 ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0;
+  }
+};
+
+class ArDecoder {
+ public:
+  // `drafter` may be null (plain decoding); not owned. The KV cache sequence is `kv_seq`.
+  // Errors: ValidateSamplingParams errors; InvalidArgument for an empty prompt, a prompt id
+  // outside [0, vocab_size), a prompt that fills the context, n_predict < -1 or draft_max < 1.
+  static StatusOr<ArDecoder> Create(const ArParams& params, ArTokenIds ids,
+                                    std::span<const int32_t> prompt, int64_t context_length,
+                                    int64_t vocab_size, Drafter* drafter = nullptr,
+                                    int32_t kv_seq = 0);
+
+  bool Done() const { return finish_ != ArFinish::kNone; }
+  ArFinish finish() const { return finish_; }
+  // The forward this step needs (runs the drafter first when there is one). The plan's spans
+  // point into the decoder until the next Update. Errors: the drafter's; FailedPrecondition after
+  // Done().
+  StatusOr<const BatchPlan*> Plan();
+  // Consumes logits [Plan()->num_logit_rows(), vocab] and commits tokens.
+  // Errors: InvalidArgument for logits of the wrong shape; FailedPrecondition without a Plan().
+  Status Update(const TensorView& logits, ArStepResult* result);
+  // Ends generation now (e.g. a stop string was found in the text): finish() = kStopped.
+  void Stop() { finish_ = ArFinish::kStopped; }
+
+  std::span<const int32_t> tokens() const { return tokens_; }  // prompt + generated
+  std::span<const int32_t> generated() const;
+  int64_t prompt_length() const { return prompt_length_; }
+  int64_t nfe() const { return nfe_; }  // target forwards, prefill included
+  const SpeculativeStats& speculative() const { return spec_; }
+  const ArParams& params() const { return params_; }
+
+ private:
+  ArDecoder() = default;
+  // Appends `t`, updates finish_; false when generation has ended.
+  bool Commit(int32_t t, ArStepResult* result);
+
+  ArParams params_;
+  ArTokenIds ids_;
+  Sampler sampler_{SamplingParams{}};
+  Drafter* drafter_ = nullptr;
+  int32_t kv_seq_ = 0;
+  int64_t prompt_length_ = 0;
+  int64_t context_length_ = 0;
+  int64_t vocab_size_ = 0;
+  std::vector<int32_t> tokens_;
+  int64_t cached_ = 0;  // positions whose K/V the cache holds for this sequence
+  ArFinish finish_ = ArFinish::kNone;
+  int64_t nfe_ = 0;
+  SpeculativeStats spec_;
+  // This step's plan.
+  bool planned_ = false;
+  DraftProposal draft_;
+  std::vector<int32_t> feed_;
+  std::vector<int32_t> rows_;
+  BatchPlan plan_;
+  std::vector<int32_t> history_;  // scratch: tokens + accepted drafts for the penalties
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_DECODE_DECODER_AR_H_

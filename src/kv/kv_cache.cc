@@ -1,0 +1,85 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <string>
+
+namespace unmask {
+
+StatusOr<KvCache> KvCache::Create(const KvCacheConfig& config) {
+  if (config.num_layers <= 0 || config.kv_dim <= 0 || config.max_positions <= 0 ||
+      config.num_sequences <= 0) {
+    return InvalidArgumentError("KV cache sizes must be positive (layers " +
+                                std::to_string(config.num_layers) + ", kv_dim " +
+                                std::to_string(config.kv_dim) + ", max_positions " +
+                                std::to_string(config.max_positions) + ", sequences " +
+                                std::to_string(config.num_sequences) + ")");
+  }
+  KvCache cache;
+  cache.config_ = config;
+  cache.seqs_.resize(static_cast<size_t>(config.num_sequences));
+  return cache;
+}
+
+void KvCache::Grow(Sequence& s, int64_t positions) {
+  if (positions <= s.capacity) return;
+  const int64_t cap =
+      std::min(config_.max_positions, std::max({positions, 2 * s.capacity, int64_t{64}}));
+  const int64_t d = config_.kv_dim;
+  std::vector<float> keys(static_cast<size_t>(config_.num_layers * cap * d));
+  std::vector<float> values(keys.size());
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const size_t n = static_cast<size_t>(s.length * d);
+    std::copy_n(s.keys.data() + l * s.capacity * d, n, keys.data() + l * cap * d);
+    std::copy_n(s.values.data() + l * s.capacity * d, n, values.data() + l * cap * d);
+  }
+  s.keys = std::move(keys);
+  s.values = std::move(values);
+  s.capacity = cap;
+}
+
+Status KvCache::Plan(int64_t seq, int64_t pos0, int64_t n) {
+  if (seq < 0 || seq >= config_.num_sequences) {
+    return OutOfRangeError("KV cache has " + std::to_string(config_.num_sequences) +
+                           " sequences, got sequence " + std::to_string(seq));
+  }
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  if (pos0 < 0 || pos0 > s.length) {
+    return FailedPreconditionError(
+        "KV cache sequence " + std::to_string(seq) + " holds " + std::to_string(s.length) +
+        " positions; a forward from position " + std::to_string(pos0) + " would leave a gap");
+  }
+  if (n < 0 || pos0 + n > config_.max_positions) {
+    return InvalidArgumentError("positions [" + std::to_string(pos0) + ", " +
+                                std::to_string(pos0 + n) + ") exceed the KV cache's " +
+                                std::to_string(config_.max_positions) + " positions");
+  }
+  s.length = pos0;
+  Grow(s, pos0 + n);
+  s.length = pos0 + n;
+  return Status::Ok();
+}
+
+float* KvCache::Keys(int64_t seq, int64_t layer) {
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  return s.keys.data() + layer * s.capacity * config_.kv_dim;
+}
+
+float* KvCache::Values(int64_t seq, int64_t layer) {
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  return s.values.data() + layer * s.capacity * config_.kv_dim;
+}
+
+void KvCache::Clear(int64_t seq) { seqs_[static_cast<size_t>(seq)].length = 0; }
+
+void KvCache::Truncate(int64_t seq, int64_t length) {
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  s.length = std::clamp<int64_t>(length, 0, s.length);
+}
+
+size_t KvCache::bytes() const {
+  size_t b = 0;
+  for (const Sequence& s : seqs_) b += (s.keys.size() + s.values.size()) * sizeof(float);
+  return b;
+}
+
+}  // namespace unmask
