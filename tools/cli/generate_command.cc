@@ -79,6 +79,7 @@ void GenerateCommand::AddTo(CLI::App& app) {
       ->excludes("--prompt")
       ->type_name("IDS");
   diffusion.AddTo(app);
+  ar.AddTo(app);
   auto* chat_flag = app.add_flag("--chat", chat,
                                  "wrap the prompt in the model's chat template as one user "
                                  "message (default when the GGUF has a template)");
@@ -112,11 +113,6 @@ int GenerateCommand::Run() const {
   const double load_ms = MsSince(load_start);
   const Model& m = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
-  if (!m.config().is_diffusion()) {
-    return Fail(UnimplementedError("'" + m.config().architecture +
-                                   "' is not a diffusion model; autoregressive generation is not "
-                                   "implemented yet"));
-  }
 
   // Prompt ids: given directly, or text (optionally through the chat template).
   const auto tok_start = std::chrono::steady_clock::now();
@@ -155,7 +151,7 @@ int GenerateCommand::Run() const {
     // A mask token in a text prompt (e.g. its text pasted into a chat message) would be denoised
     // as part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
     for (int32_t id : ids) {
-      if (id == tok.special().mask) {
+      if (m.config().is_diffusion() && id == tok.special().mask) {
         return Fail(InvalidArgumentError(
             "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
             "'; use --prompt-ids to place mask tokens in the prompt on purpose"));
@@ -163,6 +159,9 @@ int GenerateCommand::Run() const {
     }
   }
   const double tokenize_ms = MsSince(tok_start);
+  if (!m.config().is_diffusion()) {
+    return RunArGeneration(*this, loaded, path, ids, used_chat, load_ms, tokenize_ms);
+  }
 
   DiffusionTokenIds dids{tok.special().mask, tok.special().eos, tok.special().eot};
   auto dec_or =

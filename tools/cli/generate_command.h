@@ -1,17 +1,21 @@
-// `unmask generate`: text generation with a diffusion model.
+// `unmask generate`: text generation; the decoder follows the model's architecture (diffusion:
+// the LLaDA reference decoder; causal: the AR decoder with optional speculative decoding).
 #ifndef UNMASK_TOOLS_CLI_GENERATE_COMMAND_H_
 #define UNMASK_TOOLS_CLI_GENERATE_COMMAND_H_
 
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "common/ar_args.h"
 #include "common/model_args.h"
+#include "model/loader.h"
 
 namespace unmask::tools {
 
 struct GenerateCommand {
   ModelArgs model;
   DiffusionArgs diffusion;
+  ArArgs ar;
   std::string prompt;
   std::string prompt_ids;
   bool chat = false;
@@ -23,6 +27,11 @@ struct GenerateCommand {
   // Returns the process exit code; errors are printed as one line on stderr.
   int Run() const;
 };
+
+// generate_ar.cc: the AR half of Run() once the model is loaded and the prompt tokenized.
+int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::string& path,
+                    const std::vector<int32_t>& ids, bool used_chat, double load_ms,
+                    double tokenize_ms);
 
 }  // namespace unmask::tools
 

@@ -1,0 +1,255 @@
+// ArDecoder mechanics on constructed logits: what each plan feeds, when generation ends, and the
+// speculative accept/reject rule (greedy: lossless; sampling: the target distribution).
+#include "decode/decoder_ar.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <random>
+
+namespace unmask {
+namespace {
+
+constexpr int64_t kVocab = 6;
+
+// Logit rows with a peak (10) at the given token of each row.
+std::vector<float> Peaks(const std::vector<int32_t>& tokens) {
+  std::vector<float> l(tokens.size() * kVocab, 0.0f);
+  for (size_t r = 0; r < tokens.size(); ++r) l[r * kVocab + static_cast<size_t>(tokens[r])] = 10;
+  return l;
+}
+
+TensorView View(std::vector<float>& l) {
+  return TensorView{l.data(), DType::kF32, Shape{static_cast<int64_t>(l.size()) / kVocab, kVocab}};
+}
+
+ArParams Greedy(int64_t n_predict) {
+  ArParams p;
+  p.sampling.temperature = 0;
+  p.n_predict = n_predict;
+  return p;
+}
+
+// Proposes the queued drafts in order (each a point mass unless q is given).
+class FakeDrafter final : public Drafter {
+ public:
+  std::deque<DraftProposal> queue;
+  std::vector<std::vector<int32_t>> contexts;  // what Propose saw
+  std::string_view name() const override { return "fake"; }
+  Status Propose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
+    contexts.emplace_back(ctx.begin(), ctx.end());
+    *out = queue.empty() ? DraftProposal{} : queue.front();
+    if (!queue.empty()) queue.pop_front();
+    if (static_cast<int64_t>(out->tokens.size()) > max_tokens) {
+      out->tokens.resize(static_cast<size_t>(max_tokens));
+      out->q.resize(static_cast<size_t>(max_tokens));
+    }
+    return Status::Ok();
+  }
+};
+
+DraftProposal Points(const std::vector<int32_t>& t) {
+  DraftProposal d;
+  d.tokens = t;
+  for (int32_t x : t) d.q.push_back(TokenDistribution::PointMass(x));
+  return d;
+}
+
+TEST(ArDecoderTest, CreateRejectsBadInput) {
+  const std::vector<int32_t> prompt = {1, 2};
+  EXPECT_FALSE(ArDecoder::Create(Greedy(4), {}, {}, 16, kVocab).ok());
+  const std::vector<int32_t> bad = {1, 6};
+  EXPECT_FALSE(ArDecoder::Create(Greedy(4), {}, bad, 16, kVocab).ok());
+  EXPECT_FALSE(ArDecoder::Create(Greedy(4), {}, prompt, 2, kVocab).ok());  // no room
+  EXPECT_FALSE(ArDecoder::Create(Greedy(-2), {}, prompt, 16, kVocab).ok());
+  ArParams p = Greedy(4);
+  p.draft_max = 0;
+  EXPECT_FALSE(ArDecoder::Create(p, {}, prompt, 16, kVocab).ok());
+  p = Greedy(4);
+  p.sampling.top_p = 2;
+  EXPECT_FALSE(ArDecoder::Create(p, {}, prompt, 16, kVocab).ok());
+  auto zero = ArDecoder::Create(Greedy(0), {}, prompt, 16, kVocab);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_TRUE(zero->Done());
+  EXPECT_FALSE(zero->Plan().ok());
+}
+
+TEST(ArDecoderTest, PrefillThenOneTokenPerStep) {
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  auto d = ArDecoder::Create(Greedy(3), {}, prompt, 16, kVocab);
+  ASSERT_TRUE(d.ok());
+  std::vector<float> wrong(2 * kVocab);
+  EXPECT_EQ(d->Update(View(wrong), nullptr).code(), StatusCode::kFailedPrecondition);  // no plan
+  auto plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& s = (*plan)->sequences.at(0);
+  EXPECT_EQ(std::vector<int32_t>(s.tokens.begin(), s.tokens.end()), prompt);
+  EXPECT_EQ(s.pos0, 0);
+  EXPECT_EQ(std::vector<int32_t>(s.logit_rows.begin(), s.logit_rows.end()),
+            std::vector<int32_t>{2});
+  EXPECT_EQ(s.kv_seq, 0);
+  ArStepResult r;
+  EXPECT_EQ(d->Update(View(wrong), &r).code(), StatusCode::kInvalidArgument);  // 2 rows, want 1
+  ASSERT_TRUE(d->Plan().ok());
+  std::vector<float> l = Peaks({4});
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens, std::vector<int32_t>{4});
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& s2 = (*plan)->sequences.at(0);
+  EXPECT_EQ(std::vector<int32_t>(s2.tokens.begin(), s2.tokens.end()), std::vector<int32_t>{4});
+  EXPECT_EQ(s2.pos0, 3);
+  l = Peaks({5});
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  ASSERT_TRUE(d->Plan().ok());
+  l = Peaks({0});
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_TRUE(d->Done());
+  EXPECT_EQ(d->finish(), ArFinish::kLength);
+  EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
+            (std::vector<int32_t>{4, 5, 0}));
+  EXPECT_EQ(d->nfe(), 3);
+}
+
+TEST(ArDecoderTest, EndsAtEosUnlessIgnoredAndAtTheContext) {
+  const std::vector<int32_t> prompt = {1};
+  auto d = ArDecoder::Create(Greedy(-1), {2, 3}, prompt, 16, kVocab);
+  ASSERT_TRUE(d.ok());
+  ArStepResult r;
+  std::vector<float> eot = Peaks({3});
+  ASSERT_TRUE(d->Plan().ok());
+  ASSERT_TRUE(d->Update(View(eot), &r).ok());
+  EXPECT_EQ(d->finish(), ArFinish::kEos);
+  EXPECT_EQ(ArFinishName(d->finish()), "stop");
+
+  ArParams p = Greedy(-1);
+  p.ignore_eos = true;
+  auto e = ArDecoder::Create(p, {2, 3}, prompt, 4, kVocab);
+  ASSERT_TRUE(e.ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(e->Plan().ok());
+    ASSERT_TRUE(e->Update(View(eot), &r).ok());
+  }
+  EXPECT_EQ(e->finish(), ArFinish::kContext);  // 1 + 3 tokens fill the context of 4
+  EXPECT_EQ(ArFinishName(e->finish()), "length");
+}
+
+TEST(ArDecoderTest, GreedyVerificationAcceptsTheMatchingPrefix) {
+  const std::vector<int32_t> prompt = {1, 2};
+  FakeDrafter drafter;
+  drafter.queue.push_back(Points({4, 5, 1}));  // target says 4, 5, then 0: two accepted
+  drafter.queue.push_back(Points({3, 3}));     // target says 3, 3, then bonus 2
+  auto d = ArDecoder::Create(Greedy(-1), {}, prompt, 32, kVocab, &drafter);
+  ASSERT_TRUE(d.ok());
+  auto plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& s = (*plan)->sequences.at(0);
+  EXPECT_EQ(std::vector<int32_t>(s.tokens.begin(), s.tokens.end()),
+            (std::vector<int32_t>{1, 2, 4, 5, 1}));
+  EXPECT_EQ(std::vector<int32_t>(s.logit_rows.begin(), s.logit_rows.end()),
+            (std::vector<int32_t>{1, 2, 3, 4}));
+  std::vector<float> l = Peaks({4, 5, 0, 3});
+  ArStepResult r;
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{4, 5, 0}));
+  EXPECT_EQ(r.drafted, 3);
+  EXPECT_EQ(r.accepted, 2);
+  // The cache keeps the prompt and the accepted drafts: the next forward starts at position 4
+  // and feeds the correction 0 plus the new drafts.
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& s2 = (*plan)->sequences.at(0);
+  EXPECT_EQ(s2.pos0, 4);
+  EXPECT_EQ(std::vector<int32_t>(s2.tokens.begin(), s2.tokens.end()),
+            (std::vector<int32_t>{0, 3, 3}));
+  EXPECT_EQ(drafter.contexts.back(), (std::vector<int32_t>{1, 2, 4, 5, 0}));
+  l = Peaks({3, 3, 2});
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{3, 3, 2}));
+  EXPECT_EQ(d->speculative().drafted, 5);
+  EXPECT_EQ(d->speculative().accepted, 4);
+  EXPECT_NEAR(d->speculative().acceptance_rate(), 0.8, 1e-12);
+}
+
+TEST(ArDecoderTest, DraftsNeverRunPastTheBudget) {
+  const std::vector<int32_t> prompt = {1};
+  FakeDrafter drafter;
+  drafter.queue.push_back(Points({4, 4, 4, 4, 4}));
+  ArParams p = Greedy(3);
+  p.draft_max = 8;
+  auto d = ArDecoder::Create(p, {}, prompt, 32, kVocab, &drafter);
+  ASSERT_TRUE(d.ok());
+  auto plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan)->sequences[0].tokens.size(), 3u);  // prompt + 2 drafts: 3 tokens to commit
+  std::vector<float> l = Peaks({4, 4, 4});
+  ArStepResult r;
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens.size(), 3u);
+  EXPECT_EQ(d->finish(), ArFinish::kLength);
+}
+
+TEST(ArDecoderTest, EosInsideAcceptedDraftsEndsThere) {
+  const std::vector<int32_t> prompt = {1};
+  FakeDrafter drafter;
+  drafter.queue.push_back(Points({4, 2, 5}));
+  auto d = ArDecoder::Create(Greedy(-1), {2, -1}, prompt, 32, kVocab, &drafter);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->Plan().ok());
+  std::vector<float> l = Peaks({4, 2, 5, 5});
+  ArStepResult r;
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{4, 2}));
+  EXPECT_EQ(d->finish(), ArFinish::kEos);
+}
+
+// Leviathan et al.'s rule: whatever the draft distribution q, the committed token follows p.
+TEST(ArDecoderTest, SpeculativeSamplingPreservesTheTargetDistribution) {
+  const std::vector<float> target = {0.0f, 1.0f, 2.0f, 0.5f, -1.0f, -INFINITY};
+  ArParams p;
+  p.sampling.temperature = 1.0;
+  p.sampling.top_k = 0;
+  p.sampling.top_p = 1.0;
+  p.sampling.min_p = 0.0;
+  p.n_predict = 2;  // room for one draft and the token after it
+  p.draft_max = 1;
+  const TokenDistribution want = Sampler(p.sampling).Distribution(target, {});
+  const TokenDistribution q{{0, 1, 3, 4}, {0.4, 0.3, 0.2, 0.1}};  // far from the target
+  std::mt19937_64 gen(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<int> counts(kVocab, 0);
+  constexpr int kN = 20000;
+  int64_t accepted = 0;
+  for (int i = 0; i < kN; ++i) {
+    FakeDrafter drafter;
+    DraftProposal prop;
+    prop.tokens = {q.Draw(u(gen))};
+    prop.q = {q};
+    drafter.queue.push_back(prop);
+    p.sampling.seed = static_cast<uint64_t>(i);
+    const std::vector<int32_t> prompt = {1};
+    auto d = ArDecoder::Create(p, {}, prompt, 8, kVocab, &drafter);
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(d->Plan().ok());
+    std::vector<float> l(target);
+    l.insert(l.end(), target.begin(), target.end());
+    ArStepResult r;
+    ASSERT_TRUE(d->Update(View(l), &r).ok());
+    ++counts[static_cast<size_t>(r.tokens.at(0))];
+    accepted += r.accepted;
+  }
+  for (int v = 0; v < kVocab; ++v) {
+    const double pv = want.Prob(v);
+    EXPECT_NEAR(counts[static_cast<size_t>(v)] / double{kN}, pv,
+                5 * std::sqrt(pv * (1 - pv) / kN) + 1e-9)
+        << "token " << v;
+  }
+  // Acceptance probability is sum_x min(p(x), q(x)).
+  double overlap = 0;
+  for (size_t j = 0; j < q.ids.size(); ++j) overlap += std::min(q.probs[j], want.Prob(q.ids[j]));
+  EXPECT_NEAR(static_cast<double>(accepted) / kN, overlap, 5 * std::sqrt(0.25 / kN));
+}
+
+}  // namespace
+}  // namespace unmask

@@ -1,0 +1,62 @@
+#include "kv/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace unmask {
+namespace {
+
+KvCache Make(int64_t max_positions = 300, int64_t seqs = 2) {
+  auto kv = KvCache::Create({2, 3, max_positions, seqs});
+  EXPECT_TRUE(kv.ok()) << kv.status().ToString();
+  return std::move(kv).value();
+}
+
+TEST(KvCacheTest, RejectsNonPositiveSizes) {
+  EXPECT_FALSE(KvCache::Create({0, 3, 10, 1}).ok());
+  EXPECT_FALSE(KvCache::Create({2, 0, 10, 1}).ok());
+  EXPECT_FALSE(KvCache::Create({2, 3, 0, 1}).ok());
+  EXPECT_FALSE(KvCache::Create({2, 3, 10, 0}).ok());
+}
+
+TEST(KvCacheTest, PlanChecksGapsRangeAndSequence) {
+  KvCache kv = Make(100);
+  EXPECT_EQ(kv.Plan(0, 1, 1).code(), StatusCode::kFailedPrecondition);  // nothing cached yet
+  EXPECT_EQ(kv.Plan(2, 0, 1).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(kv.Plan(-1, 0, 1).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(kv.Plan(0, 0, 101).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(kv.Plan(0, 0, 100).ok());
+  EXPECT_EQ(kv.length(0), 100);
+  EXPECT_EQ(kv.length(1), 0);
+}
+
+TEST(KvCacheTest, GrowingKeepsRowsAndReplanningDropsTheTail) {
+  KvCache kv = Make();
+  ASSERT_TRUE(kv.Plan(0, 0, 10).ok());
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t i = 0; i < 10 * 3; ++i) {
+      kv.Keys(0, l)[i] = static_cast<float>(l * 1000 + i);
+      kv.Values(0, l)[i] = static_cast<float>(-l * 1000 - i);
+    }
+  }
+  ASSERT_TRUE(kv.Plan(0, 10, 200).ok());  // grows past the first allocation
+  EXPECT_EQ(kv.length(0), 210);
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t i = 0; i < 10 * 3; ++i) {
+      ASSERT_EQ(kv.Keys(0, l)[i], static_cast<float>(l * 1000 + i));
+      ASSERT_EQ(kv.Values(0, l)[i], static_cast<float>(-l * 1000 - i));
+    }
+  }
+  // A forward from position 5 (rejected speculative tokens) drops positions >= 5.
+  ASSERT_TRUE(kv.Plan(0, 5, 2).ok());
+  EXPECT_EQ(kv.length(0), 7);
+  kv.Truncate(0, 3);
+  EXPECT_EQ(kv.length(0), 3);
+  kv.Truncate(0, 50);  // never grows
+  EXPECT_EQ(kv.length(0), 3);
+  kv.Clear(0);
+  EXPECT_EQ(kv.length(0), 0);
+  EXPECT_GT(kv.bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace unmask

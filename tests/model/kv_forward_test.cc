@@ -1,0 +1,155 @@
+// The KV-cached causal forward equals the uncached one: feeding a sequence in pieces (prefill,
+// then one or several tokens per forward) gives the logits of one full forward, also with two
+// sequences in one batch and with pruned, non-consecutive logit rows. The AR twin
+// (models/unmask-tinystories-ar.gguf) is the model. Tolerance: 2e-4 absolute + 2e-4 relative —
+// the same f32 math, but GEMMs of different M block their sums differently (measured max
+// difference ~1e-5 on logits of magnitude ~10).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "model/loader.h"
+#include "test_util.h"
+
+namespace unmask {
+namespace {
+
+constexpr double kTol = 2e-4;
+
+class KvForwardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto lm = LoadModel(testing::SourceDir() + "/models/unmask-tinystories-ar.gguf", LoadOptions{});
+    ASSERT_TRUE(lm.ok()) << lm.status().ToString();
+    lm_ = std::move(lm).value();
+    v_ = lm_.model->config().vocab_size;
+    ids_ = lm_.tokenizer->Encode("Once upon a time, there was a little dog named Max. He", true,
+                                 false);
+  }
+  // Logits of every position of ids_ from one uncached forward.
+  std::vector<float> Full() {
+    std::vector<int32_t> rows(ids_.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    BatchPlan plan;
+    plan.sequences.push_back(SequenceInput{ids_, 0, rows});
+    std::vector<float> out(rows.size() * static_cast<size_t>(v_));
+    Workspace ws;
+    EXPECT_TRUE(lm_.model
+                    ->Forward(plan, ws,
+                              TensorView{out.data(), DType::kF32,
+                                         Shape{static_cast<int64_t>(rows.size()), v_}},
+                              nullptr)
+                    .ok());
+    return out;
+  }
+  void ExpectRowNear(const float* got, const std::vector<float>& full, size_t pos) {
+    for (int64_t j = 0; j < v_; ++j) {
+      const double want = full[pos * static_cast<size_t>(v_) + static_cast<size_t>(j)];
+      ASSERT_NEAR(got[j], want, kTol + kTol * std::abs(want)) << "position " << pos << " id " << j;
+    }
+  }
+
+  LoadedModel lm_;
+  int64_t v_ = 0;
+  std::vector<int32_t> ids_;
+};
+
+TEST_F(KvForwardTest, IncrementalEqualsFull) {
+  const std::vector<float> full = Full();
+  auto kv = lm_.model->MakeKvCache(1);
+  ASSERT_TRUE(kv.ok());
+  Workspace ws;
+  std::vector<float> out(4 * static_cast<size_t>(v_));
+  // Prefill 5 tokens (logits of the last), then pieces of 1, 3 and 1 tokens (logits of each).
+  const std::vector<std::pair<size_t, size_t>> pieces = {{0, 5}, {5, 6}, {6, 9}, {9, 10}};
+  for (auto [a, b] : pieces) {
+    std::vector<int32_t> rows;
+    for (size_t r = (a == 0 ? b - a - 1 : 0); r < b - a; ++r)
+      rows.push_back(static_cast<int32_t>(r));
+    BatchPlan plan;
+    plan.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(a, b - a),
+                                           static_cast<int32_t>(a), rows, 0});
+    ASSERT_TRUE(lm_.model
+                    ->Forward(plan, &*kv, ws,
+                              TensorView{out.data(), DType::kF32,
+                                         Shape{static_cast<int64_t>(rows.size()), v_}},
+                              nullptr)
+                    .ok());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ExpectRowNear(out.data() + i * static_cast<size_t>(v_), full,
+                    a + static_cast<size_t>(rows[i]));
+    }
+    EXPECT_EQ(kv->length(0), static_cast<int64_t>(b));
+  }
+  // Rewind (speculative rollback): feed positions 7.. again from the cache of 0..6.
+  BatchPlan plan;
+  const int32_t rows[2] = {0, 2};  // non-consecutive pruned rows
+  plan.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(7, 3), 7, rows, 0});
+  ASSERT_TRUE(
+      lm_.model->Forward(plan, &*kv, ws, TensorView{out.data(), DType::kF32, Shape{2, v_}}, nullptr)
+          .ok());
+  ExpectRowNear(out.data(), full, 7);
+  ExpectRowNear(out.data() + v_, full, 9);
+}
+
+TEST_F(KvForwardTest, TwoSequencesInOneBatch) {
+  const std::vector<float> full = Full();
+  auto kv = lm_.model->MakeKvCache(2);
+  ASSERT_TRUE(kv.ok());
+  Workspace ws;
+  std::vector<float> out(2 * static_cast<size_t>(v_));
+  const int32_t last4[1] = {3}, last6[1] = {5}, zero[1] = {0};
+  // Sequence 0 prefills 4 tokens, sequence 1 prefills 6; then both take one more token.
+  BatchPlan p1;
+  p1.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(0, 4), 0, last4, 0});
+  p1.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(0, 6), 0, last6, 1});
+  ASSERT_TRUE(
+      lm_.model->Forward(p1, &*kv, ws, TensorView{out.data(), DType::kF32, Shape{2, v_}}, nullptr)
+          .ok());
+  ExpectRowNear(out.data(), full, 3);
+  ExpectRowNear(out.data() + v_, full, 5);
+  BatchPlan p2;
+  p2.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(4, 1), 4, zero, 0});
+  p2.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(6, 1), 6, zero, 1});
+  ASSERT_TRUE(
+      lm_.model->Forward(p2, &*kv, ws, TensorView{out.data(), DType::kF32, Shape{2, v_}}, nullptr)
+          .ok());
+  ExpectRowNear(out.data(), full, 4);
+  ExpectRowNear(out.data() + v_, full, 6);
+}
+
+TEST_F(KvForwardTest, BadPlansAreErrors) {
+  auto kv = lm_.model->MakeKvCache(1);
+  ASSERT_TRUE(kv.ok());
+  Workspace ws;
+  std::vector<float> out(static_cast<size_t>(v_));
+  const TensorView logits{out.data(), DType::kF32, Shape{1, v_}};
+  const int32_t zero[1] = {0};
+  BatchPlan gap;  // position 3 with nothing cached
+  gap.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(0, 1), 3, zero, 0});
+  EXPECT_EQ(lm_.model->Forward(gap, &*kv, ws, logits, nullptr).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(lm_.model->Forward(gap, nullptr, ws, logits, nullptr).code(),
+            StatusCode::kInvalidArgument);  // kv_seq without a cache
+  BatchPlan twice;
+  twice.sequences.push_back(
+      SequenceInput{std::span<const int32_t>(ids_).subspan(0, 1), 0, zero, 0});
+  twice.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(0, 1), 0, {}, 0});
+  EXPECT_EQ(lm_.model->Forward(twice, &*kv, ws, logits, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  BatchPlan other_seq;
+  other_seq.sequences.push_back(
+      SequenceInput{std::span<const int32_t>(ids_).subspan(0, 1), 0, zero, 5});
+  EXPECT_EQ(lm_.model->Forward(other_seq, &*kv, ws, logits, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  auto small = KvCache::Create({1, 8, 16, 1});  // shaped for another model
+  ASSERT_TRUE(small.ok());
+  BatchPlan ok;
+  ok.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(0, 1), 0, zero, 0});
+  EXPECT_EQ(lm_.model->Forward(ok, &*small, ws, logits, nullptr).code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace unmask

@@ -1,0 +1,223 @@
+// `unmask generate` with an autoregressive model: KV-cached decoding, the sampling chain, stop
+// strings, and speculative decoding (--spec lookup|draft|diffusion). Text streams to stdout as it
+// is generated (unless --json).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/generate_command.h"
+#include "common/cli_util.h"
+#include "common/terminal.h"
+#include "decode/decoder_ar.h"
+#include "decode/drafter.h"
+#include "engine/generate_ar.h"
+#include "sampling/stop_strings.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) {
+  PrintError("unmask generate", s.message());
+  return 1;
+}
+
+// Bytes at the end of `text` that form an incomplete UTF-8 sequence (held back when streaming).
+size_t IncompleteUtf8Tail(const std::string& text) {
+  const size_t n = text.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    const unsigned char c = static_cast<unsigned char>(text[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead byte
+    const size_t need = (c & 0xE0) == 0xC0   ? 2
+                        : (c & 0xF0) == 0xE0 ? 3
+                        : (c & 0xF8) == 0xF0 ? 4
+                                             : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+// The drafter's model and tokenizer must agree with the target's on every token.
+Status CheckSameVocabulary(const Tokenizer& target, const Tokenizer& draft, int64_t target_vocab,
+                           int64_t draft_vocab) {
+  if (target_vocab != draft_vocab || target.vocab_size() != draft.vocab_size()) {
+    return InvalidArgumentError("the draft model's vocabulary (" + std::to_string(draft_vocab) +
+                                " tokens) differs from the target's (" +
+                                std::to_string(target_vocab) + ")");
+  }
+  for (int32_t id = 0; id < static_cast<int32_t>(target.vocab_size()); ++id) {
+    if (target.TokenText(id) != draft.TokenText(id)) {
+      return InvalidArgumentError("the draft model's token " + std::to_string(id) + " is '" +
+                                  std::string(draft.TokenText(id)) + "', the target's is '" +
+                                  std::string(target.TokenText(id)) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::string& path,
+                    const std::vector<int32_t>& ids, bool used_chat, double load_ms,
+                    double tokenize_ms) {
+  const Model& m = *loaded.model;
+  const Tokenizer& tok = *loaded.tokenizer;
+  const ArParams params = cmd.ar.Resolve(
+      cmd.diffusion.params.temperature, cmd.diffusion.params.seed, cmd.diffusion.params.gen_length);
+
+  // Speculative decoding: the drafter (and its model) live as long as the generation.
+  LoadedModel draft_loaded;
+  std::unique_ptr<Drafter> drafter;
+  bool draft_is_diffusion = false;
+  if (!cmd.ar.draft_model.empty()) {
+    auto mode = cmd.model.weight_mode();
+    if (!mode.ok()) return Fail(mode.status());
+    auto d = LoadModelWithProgress(cmd.ar.draft_model, *mode);
+    if (!d.ok()) return Fail(d.status().WithContext("--draft-model"));
+    draft_loaded = std::move(d).value();
+    draft_is_diffusion = draft_loaded.model->config().is_diffusion();
+    if (Status s = CheckSameVocabulary(tok, *draft_loaded.tokenizer, m.config().vocab_size,
+                                       draft_loaded.model->config().vocab_size);
+        !s.ok()) {
+      return Fail(s.WithContext("--draft-model " + cmd.ar.draft_model));
+    }
+  }
+  const std::string spec = cmd.ar.SpecMode(draft_is_diffusion);
+  if (spec == "lookup") {
+    auto d = MakeLookupDrafter({1, cmd.ar.lookup_ngram_max});
+    if (!d.ok()) return Fail(d.status());
+    drafter = std::move(d).value();
+  } else if (spec == "draft" || spec == "diffusion") {
+    if (!draft_loaded.model) {
+      return Fail(InvalidArgumentError("--spec " + spec + " needs --draft-model FILE.gguf"));
+    }
+    if (spec == "draft") {
+      auto d = MakeModelDrafter(draft_loaded.model.get(), {cmd.ar.draft_p_min});
+      if (!d.ok()) return Fail(d.status().WithContext("--spec draft"));
+      drafter = std::move(d).value();
+    } else {
+      DiffusionDrafterParams dp;
+      dp.mask_token = draft_loaded.tokenizer->special().mask;
+      dp.steps = cmd.ar.draft_steps;
+      dp.p_min = cmd.ar.draft_p_min;
+      auto d = MakeDiffusionDrafter(draft_loaded.model.get(), dp);
+      if (!d.ok()) return Fail(d.status().WithContext("--spec diffusion"));
+      drafter = std::move(d).value();
+    }
+  }
+
+  const ArTokenIds tids{tok.special().eos, tok.special().eot};
+  auto dec_or = ArDecoder::Create(params, tids, ids, m.config().context_length,
+                                  m.config().vocab_size, drafter.get());
+  if (!dec_or.ok()) return Fail(dec_or.status());
+  ArDecoder& dec = *dec_or;
+  auto kv_or = m.MakeKvCache(1);
+  if (!kv_or.ok()) return Fail(kv_or.status());
+
+  // Text of the generated tokens (end-of-generation tokens excluded), cut at a stop string;
+  // streamed to stdout as it grows unless --json.
+  std::string text;
+  size_t printed = 0;
+  bool stopped_by_string = false;
+  auto on_step = [&](const ArDecoder& d, const ArStepResult&) {
+    std::vector<int32_t> out(d.generated().begin(), d.generated().end());
+    if (!out.empty() && tok.IsEog(out.back()) && !params.ignore_eos) out.pop_back();
+    text = tok.Decode(out, /*skip_special=*/true);
+    size_t stop_len = 0;
+    const size_t at = FindStopString(text, cmd.ar.stop, &stop_len);
+    if (at != std::string::npos) {
+      text.resize(at);
+      stopped_by_string = true;
+    }
+    if (!cmd.json) {
+      size_t end = text.size();
+      if (!stopped_by_string && !d.Done()) {
+        end -= std::max(PartialStopSuffix(text, cmd.ar.stop), IncompleteUtf8Tail(text));
+      }
+      if (end > printed) {
+        std::fwrite(text.data() + printed, 1, end - printed, stdout);
+        std::fflush(stdout);
+        printed = end;
+      }
+    }
+    return !stopped_by_string;
+  };
+  Workspace ws;
+  auto stats_or = RunAr(m, *kv_or, dec, ws, drafter.get(), on_step);
+  if (!stats_or.ok()) return Fail(stats_or.status());
+  const ArGenerationStats& st = *stats_or;
+  const std::string finish(ArFinishName(dec.finish()));
+
+  if (cmd.json) {
+    nlohmann::json j;
+    j["text"] = text;
+    j["finish_reason"] = finish;
+    j["prompt_ids"] = ids;
+    j["output_ids"] = std::vector<int32_t>(dec.generated().begin(), dec.generated().end());
+    j["nfe"] = st.nfe;
+    j["tokens_per_second"] = st.tokens_per_second();
+    j["decode_tokens_per_second"] = st.decode_tokens_per_second();
+    j["tokens_per_forward"] = st.tokens_per_forward();
+    j["gflops_per_second"] = st.forward_ms > 0 ? st.flops / st.forward_ms / 1e6 : 0.0;
+    j["timings"] = {{"load_ms", load_ms},         {"tokenize_ms", tokenize_ms},
+                    {"ttft_ms", st.ttft_ms},      {"prefill_ms", st.prefill_ms},
+                    {"generate_ms", st.total_ms}, {"forward_ms", st.forward_ms},
+                    {"draft_ms", st.drafter.ms}};
+    if (drafter) {
+      j["speculative"] = {{"mode", spec},
+                          {"draft_max", params.draft_max},
+                          {"drafted", st.speculative.drafted},
+                          {"accepted", st.speculative.accepted},
+                          {"acceptance_rate", st.speculative.acceptance_rate()},
+                          {"target_forwards", st.nfe},
+                          {"draft_forwards", st.drafter.forwards},
+                          {"draft_model", cmd.ar.draft_model}};
+    }
+    j["model"] = {{"path", path},
+                  {"architecture", m.config().architecture},
+                  {"parameters", m.config().NumParameters()}};
+    const SamplingParams& sp = params.sampling;
+    j["params"] = {{"n_predict", params.n_predict},
+                   {"temperature", sp.temperature},
+                   {"top_k", sp.top_k},
+                   {"top_p", sp.top_p},
+                   {"min_p", sp.min_p},
+                   {"repeat_penalty", sp.repeat_penalty},
+                   {"repeat_last_n", sp.repeat_last_n},
+                   {"frequency_penalty", sp.frequency_penalty},
+                   {"presence_penalty", sp.presence_penalty},
+                   {"seed", sp.seed},
+                   {"ignore_eos", params.ignore_eos},
+                   {"stop", cmd.ar.stop},
+                   {"chat", used_chat}};
+    j["backend"] = cpu::DescribeCpuBackend();
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    if (printed < text.size()) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
+    std::printf("\n");
+    std::fflush(stdout);  // the text before the statistics on a shared terminal
+    std::string spec_info;
+    if (drafter) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), " | %s: %lld/%lld drafts accepted (%.0f%%)", spec.c_str(),
+                    static_cast<long long>(st.speculative.accepted),
+                    static_cast<long long>(st.speculative.drafted),
+                    100.0 * st.speculative.acceptance_rate());
+      spec_info = buf;
+    }
+    std::fprintf(stderr,
+                 "%lld tokens in %.2f s: %.2f tokens/s (decode %.2f) | TTFT %.0f ms | %lld "
+                 "forwards (%.2f tokens/forward)%s | %s\n",
+                 static_cast<long long>(st.generated_tokens), st.total_ms / 1000.0,
+                 st.tokens_per_second(), st.decode_tokens_per_second(), st.ttft_ms,
+                 static_cast<long long>(st.nfe), st.tokens_per_forward(), spec_info.c_str(),
+                 cpu::DescribeCpuBackend().c_str());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace unmask::tools

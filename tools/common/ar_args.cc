@@ -1,0 +1,104 @@
+#include "common/ar_args.h"
+
+#include "common/cli_util.h"
+#include "common/model_args.h"
+
+namespace unmask::tools {
+
+void ArArgs::AddTo(CLI::App& app) {
+  auto* g = "Autoregressive models (llama)";
+  app.add_option("--n-predict", n_predict,
+                 "AR: most tokens to generate (-1: until EOS or a full context; default: "
+                 "--gen-length)")
+      ->check(IntegerIn(-1, kMaxLength))
+      ->group(g);
+  app.add_option("--top-k", sampling.top_k, "AR sampling: keep the k most likely tokens (0: off)")
+      ->check(IntegerIn(0, kMaxLength))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--top-p", sampling.top_p,
+                 "AR sampling: nucleus, smallest set with this much probability (1: off)")
+      ->check(CLI::Range(1e-9, 1.0))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--min-p", sampling.min_p,
+                 "AR sampling: drop tokens below min_p * p(most likely) (0: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--repeat-penalty", sampling.repeat_penalty,
+                 "AR: divide positive logits (multiply negative ones) of recent tokens (1: off)")
+      ->check(CLI::Range(1e-6, 100.0))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--repeat-last-n", sampling.repeat_last_n,
+                 "AR: tokens the penalties look back over (-1: all, 0: off)")
+      ->check(IntegerIn(-1, kMaxLength))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--frequency-penalty", sampling.frequency_penalty,
+                 "AR: subtract count * value from repeated tokens' logits (0: off)")
+      ->check(CLI::Range(-100.0, 100.0))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--presence-penalty", sampling.presence_penalty,
+                 "AR: subtract value from the logits of tokens already present (0: off)")
+      ->check(CLI::Range(-100.0, 100.0))
+      ->capture_default_str()
+      ->group(g);
+  app.add_flag("--ignore-eos", ignore_eos, "AR: keep generating past end-of-generation tokens")
+      ->group(g);
+  app.add_option("--stop", stop,
+                 "AR: stop when the text contains this string (repeatable; not printed)")
+      ->group(g);
+  app.add_option("--spec", spec,
+                 "AR speculative decoding: lookup (n-gram prompt lookup, no model), draft (a "
+                 "smaller AR --draft-model), diffusion (a diffusion --draft-model sharing the "
+                 "tokenizer proposes a block per forward). Greedy output is identical to plain "
+                 "decoding; with sampling the output distribution is the same")
+      ->check(CLI::IsMember({"lookup", "draft", "diffusion"}))
+      ->group(g);
+  app.add_option("--draft-model,--md", draft_model,
+                 "GGUF of the drafter for --spec draft|diffusion (implies it when --spec is not "
+                 "given); must share the target's vocabulary")
+      ->group(g);
+  app.add_option("--draft-max", draft_max, "most tokens drafted per step")
+      ->check(IntegerIn(1, 256))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--draft-p-min", draft_p_min,
+                 "cut a draft at the first token the drafter gives less than this probability "
+                 "(0: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--draft-steps", draft_steps,
+                 "--spec diffusion: denoising forwards per draft (1: the whole block at once)")
+      ->check(IntegerIn(1, 256))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--lookup-ngram-max", lookup_ngram_max,
+                 "--spec lookup: longest n-gram matched (down to 1)")
+      ->check(IntegerIn(1, 64))
+      ->capture_default_str()
+      ->group(g);
+}
+
+ArParams ArArgs::Resolve(double temperature, uint64_t seed, int64_t gen_length) const {
+  ArParams p;
+  p.sampling = sampling;
+  p.sampling.temperature = temperature;
+  p.sampling.seed = seed;
+  p.n_predict = n_predict == -2 ? gen_length : n_predict;
+  p.ignore_eos = ignore_eos;
+  p.draft_max = draft_max;
+  return p;
+}
+
+std::string ArArgs::SpecMode(bool draft_is_diffusion) const {
+  if (!spec.empty()) return spec;
+  if (draft_model.empty()) return "";
+  return draft_is_diffusion ? "diffusion" : "draft";
+}
+
+}  // namespace unmask::tools

@@ -1,0 +1,37 @@
+// Autoregressive generation flags (llama.cpp's names: --n-predict, --top-k, --top-p, --min-p,
+// --repeat-penalty, --draft-model, --draft-max, ...). --temperature and --seed are shared with the
+// diffusion flags (DiffusionArgs).
+#ifndef UNMASK_TOOLS_COMMON_AR_ARGS_H_
+#define UNMASK_TOOLS_COMMON_AR_ARGS_H_
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "decode/decoder_ar.h"
+
+namespace unmask::tools {
+
+struct ArArgs {
+  int64_t n_predict = -2;  // -2: not given (use --gen-length)
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
+  std::string spec;         // "", "lookup", "draft", "diffusion"
+  std::string draft_model;  // --draft-model
+  int32_t draft_max = 8;
+  double draft_p_min = 0.0;
+  int32_t draft_steps = 1;
+  int32_t lookup_ngram_max = 4;
+
+  void AddTo(CLI::App& app);
+  // ArParams from the flags plus the shared temperature/seed and the --gen-length fallback.
+  ArParams Resolve(double temperature, uint64_t seed, int64_t gen_length) const;
+  // The speculative mode: --spec, or inferred from --draft-model's architecture ("draft" for a
+  // causal model, "diffusion" for a bidirectional one). "" = none.
+  std::string SpecMode(bool draft_is_diffusion) const;
+};
+
+}  // namespace unmask::tools
+
+#endif  // UNMASK_TOOLS_COMMON_AR_ARGS_H_
