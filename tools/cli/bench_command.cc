@@ -87,9 +87,11 @@ int BenchCommand::Run() const {
   const Model& m = *lm.model;
   const SpecialTokens& sp = lm.tokenizer->special();
 
-  if (Status st = ValidateDiffusionParams(params, prompt_length, m.config().context_length);
-      !st.ok()) {
-    return Fail(st);
+  if (m.config().is_diffusion()) {
+    if (Status st = ValidateDiffusionParams(params, prompt_length, m.config().context_length);
+        !st.ok()) {
+      return Fail(st);
+    }
   }
   // A fixed random prompt of ordinary tokens (no control or mask ids; any non-mask id when the
   // vocabulary has (almost) no ordinary tokens).
@@ -105,6 +107,8 @@ int BenchCommand::Run() const {
       return Fail(InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
     }
   }
+
+  if (!m.config().is_diffusion()) return RunArBench(*this, lm, path, prompt);
 
   std::vector<Row> rows;
   for (const std::string& blas : blas_list) {

@@ -1,6 +1,7 @@
-// `unmask bench`: diffusion generation speed, llama-bench style (rows of mean +- stddev over
-// repetitions), with the achieved fraction of the GEMM peak measured in the same run and ratios
-// against a baseline row measured in the same run.
+// `unmask bench`: generation speed, llama-bench style (rows of mean +- stddev over repetitions).
+// Diffusion models: the achieved fraction of the GEMM peak measured in the same run, ratios against
+// a baseline row measured in the same run. AR models (bench_ar.cc): batch-1 decoding tokens/s and
+// the weight bytes read per second against the memory bandwidth measured in the same run.
 #ifndef UNMASK_TOOLS_CLI_BENCH_COMMAND_H_
 #define UNMASK_TOOLS_CLI_BENCH_COMMAND_H_
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/model_args.h"
+#include "model/loader.h"
 
 namespace unmask::tools {
 
@@ -26,6 +28,10 @@ struct BenchCommand {
   void AddTo(CLI::App& app);
   int Run() const;
 };
+
+// bench_ar.cc: the AR half of Run() (gen_length = tokens generated per run).
+int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string& path,
+               const std::vector<int32_t>& prompt);
 
 }  // namespace unmask::tools
 

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/linear.h"
 
@@ -41,6 +42,44 @@ StatusOr<double> MeasureGemmPeakGflops(int reps) {
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return 2.0 * m * n * k / best / 1e9;
+}
+
+double NominalBandwidthGBs() {
+  if (const char* env = std::getenv("UNMASK_PEAK_GBS"); env && *env) {
+    const double v = std::atof(env);
+    if (v > 0) return v;
+  }
+  return 26.0;
+}
+
+double MeasureMemoryBandwidthGBs(int reps) {
+  constexpr int64_t kFloats = int64_t{64} << 20;  // 256 MiB
+  std::vector<float> buf(static_cast<size_t>(kFloats), 1.0f);
+  const int64_t chunks = 64;
+  std::vector<double> sums(static_cast<size_t>(chunks));
+  double best = 1e30;
+  for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    ParallelFor(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const float* p = buf.data() + c * (kFloats / chunks);
+        // Eight independent accumulators: the loop is bound by loads, not by add latency.
+        float acc[8] = {};
+        for (int64_t i = 0; i < kFloats / chunks; i += 8) {
+          for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
+        }
+        double s = 0;
+        for (float a : acc) s += a;
+        sums[static_cast<size_t>(c)] = s;
+      }
+    });
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) best = std::min(best, secs);
+  }
+  volatile double sink = 0;
+  for (double s : sums) sink = sink + s;
+  return static_cast<double>(kFloats) * sizeof(float) / best / 1e9;
 }
 
 }  // namespace unmask::tools

@@ -1,0 +1,148 @@
+// `unmask bench` with an autoregressive model: batch-1 decoding speed, llama-bench style
+// (`-p 0 -n N`: tokens/s of the generation phase, mean ± sd over repetitions), with the bytes of
+// weights read per token against the memory bandwidth measured in the same run.
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/bench_command.h"
+#include "common/cli_util.h"
+#include "common/roofline.h"
+#include "common/terminal.h"
+#include "core/parallel.h"
+#include "decode/decoder_ar.h"
+#include "engine/generate_ar.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) {
+  PrintError("unmask bench", s.message());
+  return 1;
+}
+
+// Bytes of matrix weights one batch-1 forward reads: every 2-D weight once (the token embedding
+// only when it doubles as the output projection), in the stored dtype when weights are kept
+// native, as f32 when packed. Norm vectors and the one embedding row are negligible.
+double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, WeightMode mode) {
+  double bytes = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    int64_t rank = 0;
+    for (int64_t d : t.dims) rank += d > 1 ? 1 : 0;
+    if (rank < 2) continue;
+    if (t.name == "token_embd.weight" && !c.tied_output) continue;
+    bytes += mode == WeightMode::kPackedF32 ? 4.0 * static_cast<double>(t.num_elements())
+                                            : static_cast<double>(t.num_bytes);
+  }
+  return bytes;
+}
+
+struct MeanSd {
+  double mean = 0, sd = 0;
+};
+MeanSd Summarize(const std::vector<double>& v) {
+  MeanSd r;
+  for (double x : v) r.mean += x;
+  r.mean /= static_cast<double>(v.size());
+  for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
+  r.sd = v.size() > 1 ? std::sqrt(r.sd / static_cast<double>(v.size() - 1)) : 0.0;
+  return r;
+}
+
+}  // namespace
+
+int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string& path,
+               const std::vector<int32_t>& prompt) {
+  const Model& m = *lm.model;
+  const ModelConfig& c = m.config();
+  const int64_t n = cmd.diffusion.params.gen_length;
+  if (static_cast<int64_t>(prompt.size()) + n > c.context_length) {
+    return Fail(InvalidArgumentError("prompt " + std::to_string(prompt.size()) + " + " +
+                                     std::to_string(n) + " generated tokens exceed the context (" +
+                                     std::to_string(c.context_length) + ")"));
+  }
+  ModelArgs args = cmd.model;
+  args.blas = cmd.blas_list.front();
+  if (Status s = args.InitBackend(); !s.ok()) return Fail(s);
+  const double bandwidth = MeasureMemoryBandwidthGBs();
+  auto kv = m.MakeKvCache(1);
+  if (!kv.ok()) return Fail(kv.status());
+  Workspace ws;
+  std::vector<double> decode_tps, prefill_tps;
+  ProgressLine progress("bench");
+  for (int r = 0; r <= cmd.reps; ++r) {  // r == 0: warm-up
+    ArParams p;
+    p.sampling.temperature = 0;
+    p.n_predict = n;
+    p.ignore_eos = true;
+    auto dec = ArDecoder::Create(p, {}, prompt, c.context_length, c.vocab_size);
+    if (!dec.ok()) return Fail(dec.status());
+    kv->Clear(0);
+    auto on_step = [&](const ArDecoder& d, const ArStepResult&) {
+      progress.Update(r * n + static_cast<int64_t>(d.generated().size()), (cmd.reps + 1) * n,
+                      r == 0 ? "warm-up" : "run " + std::to_string(r));
+      return true;
+    };
+    auto st = RunAr(m, *kv, *dec, ws, nullptr, on_step);
+    if (!st.ok()) return Fail(st.status());
+    if (r == 0) continue;
+    decode_tps.push_back(st->decode_tokens_per_second());
+    prefill_tps.push_back(1000.0 * static_cast<double>(prompt.size()) / st->prefill_ms);
+  }
+  progress.Finish();
+  const MeanSd dec = Summarize(decode_tps), pre = Summarize(prefill_tps);
+  const double bytes = WeightBytesPerToken(*lm.file, c, lm.weight_mode);
+  const double achieved = bytes * dec.mean / 1e9;  // GB/s of weights
+  const std::string weights = lm.weight_mode == WeightMode::kPackedF32 ? "f32 packed" : "native";
+  char model_desc[200];
+  std::snprintf(model_desc, sizeof(model_desc), "%s %.2fM (%lldx%lld, vocab %lld)",
+                c.architecture.c_str(), static_cast<double>(c.NumParameters()) / 1e6,
+                static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size),
+                static_cast<long long>(c.vocab_size));
+  if (cmd.output == "json") {
+    nlohmann::json j = {
+        {"model", model_desc},
+        {"path", path},
+        {"engine", "ar"},
+        {"weights", weights},
+        {"backend", cpu::DescribeCpuBackend()},
+        {"threads", GetNumThreads()},
+        {"prompt_length", prompt.size()},
+        {"n_predict", n},
+        {"decode_tokens_per_second", dec.mean},
+        {"decode_tokens_per_second_sd", dec.sd},
+        {"prefill_tokens_per_second", pre.mean},
+        {"ms_per_token", 1000.0 / dec.mean},
+        {"weight_bytes_per_token", bytes},
+        {"weight_gb_per_second", achieved},
+        {"measured_bandwidth_gb_per_second", bandwidth},
+        {"fraction_of_bandwidth", achieved / bandwidth},
+        {"vs_reference", cmd.reference_tps > 0 ? nlohmann::json(dec.mean / cmd.reference_tps)
+                                               : nlohmann::json(nullptr)},
+        {"reps", cmd.reps}};
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::printf(
+      "model: %s | weights %s | prompt %zu, generate %lld (greedy, EOS ignored), "
+      "threads %d, %d reps\n",
+      model_desc, weights.c_str(), prompt.size(), static_cast<long long>(n), GetNumThreads(),
+      cmd.reps);
+  const bool with_ref = cmd.reference_tps > 0;
+  std::printf(
+      "\n| prefill tokens/s | decode tokens/s | ms/token | weight MB/token | weight GB/s | "
+      "bandwidth (same run) | %% of bandwidth |%s\n",
+      with_ref ? " vs reference |" : "");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|%s\n", with_ref ? "---:|" : "");
+  std::printf("| %.1f ± %.1f | %.1f ± %.1f | %.3f | %.2f | %.1f | %.1f GB/s | %.0f%% |", pre.mean,
+              pre.sd, dec.mean, dec.sd, 1000.0 / dec.mean, bytes / 1e6, achieved, bandwidth,
+              100.0 * achieved / bandwidth);
+  if (with_ref)
+    std::printf(" %.2fx (%.1f tok/s) |", dec.mean / cmd.reference_tps, cmd.reference_tps);
+  std::printf("\n\nbackend: %s\n", cpu::DescribeCpuBackend().c_str());
+  return 0;
+}
+
+}  // namespace unmask::tools
