@@ -12,36 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "e2e/cli_runner.h"
 #include "fixtures/tiny_llada.h"
 #include "test_util.h"
 
 namespace unmask {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-// Runs `unmask <args>` (arguments are passed through sh; quote them in the string).
-Result RunCli(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "/cli_stderr.txt";
-  const std::string cmd = std::string(UNMASK_CLI_PATH) + " " + args + " 2>" + err_path;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* f = std::fopen(err_path.c_str(), "rb")) {
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
-    std::fclose(f);
-  }
-  return r;
-}
+using Result = testing::CliResult;
+Result RunCli(const std::string& args) { return testing::RunUnmask(args); }
 
 int CountLines(const std::string& s) {
   int n = 0;

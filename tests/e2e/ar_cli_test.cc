@@ -1,0 +1,134 @@
+// `unmask generate` with autoregressive models: the decoder follows the architecture, --json
+// reports the AR fields, speculative modes give the plain greedy tokens, and bad flags or
+// incompatible draft models are one-line errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "e2e/cli_runner.h"
+#include "test_util.h"
+
+namespace unmask {
+namespace {
+
+using testing::RunUnmask;
+
+std::string Twin(const char* kind) {
+  return testing::SourceDir() + "/models/unmask-tinystories-" + kind + ".gguf";
+}
+
+nlohmann::json Json(const testing::CliResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+}
+
+TEST(ArCliTest, GeneratesWithTheArTwinAndReportsArFields) {
+  const auto r =
+      RunUnmask("generate -m " + Twin("ar") + " -p 'Once upon a time' -n 24 --json -t 1");
+  const nlohmann::json j = Json(r);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["model"]["architecture"], "llama");
+  EXPECT_EQ(j["output_ids"].size(), 24u);
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["nfe"], 24);
+  EXPECT_GT(j["tokens_per_second"].get<double>(), 0);
+  EXPECT_GE(j["timings"]["ttft_ms"].get<double>(), 0);
+  EXPECT_FALSE(j["text"].get<std::string>().empty());
+  EXPECT_FALSE(j.contains("speculative"));
+}
+
+TEST(ArCliTest, PlainTextStreamsToStdoutAndStatsGoToStderr) {
+  const auto r = RunUnmask("generate -m " + Twin("ar") + " -p 'Once upon a time' -n 16 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(r.out.size(), 10u);
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("TTFT"), std::string::npos) << r.err;
+}
+
+TEST(ArCliTest, SpeculativeModesGiveThePlainGreedyTokens) {
+  const std::string base =
+      "generate -m " + Twin("ar") + " -p 'One day, Lily went to the park' -n 40 --json -t 1";
+  const nlohmann::json plain = Json(RunUnmask(base));
+  ASSERT_TRUE(plain.is_object());
+  for (const std::string& spec : std::vector<std::string>{
+           "--spec lookup --draft-max 3",
+           "--spec diffusion --draft-model " + Twin("llada") + " --draft-max 4",
+           "--draft-model " + Twin("ar") + " --draft-max 5"}) {
+    const nlohmann::json j = Json(RunUnmask(base + " " + spec));
+    ASSERT_TRUE(j.is_object()) << spec;
+    EXPECT_EQ(j["output_ids"], plain["output_ids"]) << spec;
+    ASSERT_TRUE(j.contains("speculative")) << spec;
+    EXPECT_GE(j["speculative"]["acceptance_rate"].get<double>(), 0.0);
+    EXPECT_LE(j["speculative"]["accepted"].get<int64_t>(),
+              j["speculative"]["drafted"].get<int64_t>());
+  }
+  // The AR twin drafting for itself: every draft accepted, draft_max + 1 tokens per forward.
+  const nlohmann::json self = Json(RunUnmask(base + " --draft-model " + Twin("ar")));
+  EXPECT_EQ(self["speculative"]["mode"], "draft");
+  EXPECT_EQ(self["speculative"]["accepted"], self["speculative"]["drafted"]);
+  EXPECT_LT(self["nfe"].get<int>(), 10);
+}
+
+TEST(ArCliTest, StopStringsEndTheTextWithoutPrintingThem) {
+  const nlohmann::json plain =
+      Json(RunUnmask("generate -m " + Twin("ar") + " -p 'Once upon a time' -n 40 --json -t 1"));
+  const std::string text = plain["text"];
+  const size_t cut = text.find(' ', 10);
+  ASSERT_NE(cut, std::string::npos) << text;
+  const std::string stop = text.substr(cut, 4);
+  const nlohmann::json j =
+      Json(RunUnmask("generate -m " + Twin("ar") +
+                     " -p 'Once upon a time' -n 40 --json -t 1 --stop '" + stop + "'"));
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
+}
+
+TEST(ArCliTest, SamplingIsReproducibleWithASeed) {
+  const std::string cmd = "generate -m " + Twin("ar") +
+                          " -p 'Once upon a time' -n 20 --json -t 1 --temperature 0.9 "
+                          "--top-k 20 --top-p 0.9 --min-p 0.02 --repeat-penalty 1.1 -s 7";
+  const nlohmann::json a = Json(RunUnmask(cmd)), b = Json(RunUnmask(cmd));
+  EXPECT_EQ(a["output_ids"], b["output_ids"]);
+  EXPECT_EQ(a["params"]["top_k"], 20);
+  EXPECT_DOUBLE_EQ(a["params"]["repeat_penalty"].get<double>(), 1.1);
+}
+
+TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
+  const std::string base = "generate -m " + Twin("ar") + " -p 'Once' -n 8 -t 1 ";
+  for (const std::string& bad : std::vector<std::string>{
+           "--spec draft",                                  // no draft model
+           "--spec diffusion --draft-model " + Twin("ar"),  // causal model as diffusion drafter
+           "--spec draft --draft-model " + Twin("llada"),   // diffusion model as AR drafter
+           "--draft-model /nonexistent.gguf", "--top-p 0", "--top-p 1.5", "--min-p -1",
+           "--repeat-penalty 0", "--draft-max 0", "--spec medusa", "--n-predict -5"}) {
+    const auto r = RunUnmask(base + bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.exit_code, -1) << bad;  // not a crash
+    EXPECT_TRUE(r.out.empty()) << bad;
+    EXPECT_FALSE(r.err.empty()) << bad;
+  }
+}
+
+TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {
+  UNMASK_REQUIRE_SHARED_DATA(stories, "models/stories260K.gguf");
+  const auto r =
+      RunUnmask("generate -m " + Twin("ar") + " -p 'Once' -n 8 -t 1 --draft-model " + stories);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("vocabulary"), std::string::npos) << r.err;
+}
+
+TEST(ArCliTest, Stories260kBenchPrintsBandwidth) {
+  UNMASK_REQUIRE_SHARED_DATA(stories, "models/stories260K.gguf");
+  const auto r = RunUnmask("bench -m " + stories + " -n 32 --prompt-length 4 -r 1 -t 1 -o json");
+  const nlohmann::json j = Json(r);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["engine"], "ar");
+  EXPECT_GT(j["decode_tokens_per_second"].get<double>(), 0);
+  EXPECT_GT(j["measured_bandwidth_gb_per_second"].get<double>(), 0);
+  EXPECT_NEAR(j["weight_bytes_per_token"].get<double>(), 1.04e6, 0.05e6);  // 260K f32 params
+}
+
+}  // namespace
+}  // namespace unmask

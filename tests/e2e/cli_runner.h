@@ -1,0 +1,42 @@
+// Runs the `unmask` binary for end-to-end tests.
+#ifndef UNMASK_TESTS_E2E_CLI_RUNNER_H_
+#define UNMASK_TESTS_E2E_CLI_RUNNER_H_
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "test_util.h"
+
+namespace unmask::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `unmask <args>` (arguments are passed through sh; quote them in the string).
+inline CliResult RunUnmask(const std::string& args) {
+  const std::string err_path = TempDir() + "/cli_stderr.txt";
+  const std::string cmd = std::string(UNMASK_CLI_PATH) + " " + args + " 2>" + err_path;
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* f = std::fopen(err_path.c_str(), "rb")) {
+    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
+    std::fclose(f);
+  }
+  return r;
+}
+
+}  // namespace unmask::testing
+
+#endif  // UNMASK_TESTS_E2E_CLI_RUNNER_H_
