@@ -29,6 +29,20 @@ std::optional<std::string> FindSharedData(const std::string& relative) {
   return std::nullopt;
 }
 
+std::optional<std::string> FindSmolLM2() {
+  std::string cache;
+  if (const char* env = std::getenv("UNMASK_CACHE"); env && *env) {
+    cache = env;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    cache = std::string(home) + "/.cache/unmask";
+  } else {
+    return std::nullopt;
+  }
+  const std::string path = cache + "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (std::filesystem::exists(path)) return path;
+  return std::nullopt;
+}
+
 bool InCi() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && std::string(ci) == "true";
