@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/bench_command.h"
+#include "cli/convert_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
 #include "cli/tokenize_command.h"
@@ -41,16 +42,24 @@ int main(int argc, char** argv) {
       "tokenize", "print the token ids of a text with a model's tokenizer (like llama-tokenize)");
   tokenize.AddTo(*tkz);
 
+  unmask::tools::ConvertCommand convert;
+  CLI::App* cnv = app.add_subcommand(
+      "convert",
+      "convert a llama2.c checkpoint and tokenizer to GGUF (llama.cpp's llama layout)\n"
+      "example: unmask convert --llama2c stories260K.bin --tokenizer tok512.bin "
+      "-o stories260K.gguf");
+  convert.AddTo(*cnv);
+
   // An unknown first word is a mistyped command: say so (CLI11 would only say one is required).
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {
     known = known || (argc > 1 && sub->get_name() == argv[1]);
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    unmask::tools::PrintError("unmask",
-                              "unknown command '" + std::string(argv[1]) +
-                                  "' (commands: generate, inspect, bench, tokenize; see 'unmask "
-                                  "--help')");
+    unmask::tools::PrintError(
+        "unmask", "unknown command '" + std::string(argv[1]) +
+                      "' (commands: generate, inspect, bench, tokenize, convert; see 'unmask "
+                      "--help')");
     return 2;
   }
   try {
@@ -72,6 +81,7 @@ int main(int argc, char** argv) {
     if (ins->parsed()) return inspect.Run();
     if (ben->parsed()) return bench.Run();
     if (tkz->parsed()) return tokenize.Run();
+    if (cnv->parsed()) return convert.Run();
   } catch (const std::bad_alloc&) {
     unmask::tools::PrintError("unmask", "out of memory");
     return 1;
