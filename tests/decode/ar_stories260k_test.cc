@@ -13,6 +13,7 @@
 
 #include "decode/decoder_ar.h"
 #include "engine/generate_ar.h"
+#include "format/llama2c.h"
 #include "model/loader.h"
 #include "test_util.h"
 
@@ -79,6 +80,30 @@ TEST(ArStories260kTest, GreedyMatchesLlama2cReference) {
     const std::vector<int32_t> prompt = lm->tokenizer->Encode(c.prompt, true, false);
     const std::vector<int32_t> out = RunCGreedy(*lm, prompt, nullptr);
     EXPECT_EQ(lm->tokenizer->Decode(out, true), c.text) << "prompt [" << c.prompt << "]";
+  }
+}
+
+// The same from the llama2.c checkpoint itself, converted by unmask's importer (`unmask convert`).
+TEST(ArStories260kTest, ConvertedLlama2cCheckpointMatchesReference) {
+  UNMASK_REQUIRE_SHARED_DATA(bin, "models/stories260K.bin");
+  UNMASK_REQUIRE_SHARED_DATA(tok, "models/tok512.bin");
+  UNMASK_REQUIRE_SHARED_DATA(expected, "models/stories260K_expected_greedy_runc.txt");
+  auto ckpt = llama2c::Checkpoint::Open(bin);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  auto vocab = llama2c::ReadTokenizer(tok, (*ckpt)->config().vocab_size);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().ToString();
+  gguf::GgufWriter writer;
+  ASSERT_TRUE(llama2c::BuildGguf(**ckpt, *vocab, {}, &writer).ok());
+  const std::string path = testing::TempDir() + "/stories260K-converted.gguf";
+  ASSERT_TRUE(writer.WriteFile(path).ok());
+  auto lm = LoadModel(path, LoadOptions{});
+  ASSERT_TRUE(lm.ok()) << lm.status().ToString();
+  const std::vector<Case> cases = ReadExpected(expected);
+  ASSERT_EQ(cases.size(), 4u);
+  for (const Case& c : cases) {
+    const std::vector<int32_t> prompt = lm->tokenizer->Encode(c.prompt, true, false);
+    EXPECT_EQ(lm->tokenizer->Decode(RunCGreedy(*lm, prompt, nullptr), true), c.text)
+        << "prompt [" << c.prompt << "]";
   }
 }
 
