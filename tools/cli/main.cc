@@ -10,17 +10,22 @@
 #include "common/cli_util.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"unmask " UNMASK_VERSION
-               ": inference engine for masked-diffusion language models (LLaDA) on the CPU"};
+  CLI::App app{
+      "unmask " UNMASK_VERSION
+      ": inference engine for masked-diffusion (LLaDA) and autoregressive (Llama) language "
+      "models on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "unmask " UNMASK_VERSION);
 
   unmask::tools::GenerateCommand generate;
   CLI::App* gen = app.add_subcommand(
       "generate",
-      "generate text with a diffusion model (the LLaDA reference algorithm, exact)\n"
-      "example: unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
-      "--steps 64 --block-length 32");
+      "generate text; the decoder follows the model: diffusion (llada: the LLaDA reference "
+      "algorithm, exact) or autoregressive (llama: KV cache, sampling chain, speculative "
+      "decoding)\n"
+      "examples: unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
+      "--steps 64 --block-length 32\n"
+      "          unmask generate -m ar.gguf -p \"Hello\" -n 64 --spec lookup");
   generate.AddTo(*gen);
 
   unmask::tools::InspectCommand inspect;
@@ -31,8 +36,9 @@ int main(int argc, char** argv) {
   unmask::tools::BenchCommand bench;
   CLI::App* ben = app.add_subcommand(
       "bench",
-      "measure diffusion generation speed (tokens/s, GFLOP/s, fraction of the GEMM peak "
-      "measured in the same run) on a random prompt\n"
+      "measure generation speed on a random prompt: diffusion (tokens/s, GFLOP/s, fraction of "
+      "the GEMM peak measured in the same run) or AR (decode tokens/s, weight GB/s against the "
+      "memory bandwidth measured in the same run)\n"
       "example: unmask bench -m model.gguf --prompt-length 32 --gen-length 128 "
       "--block-length 32 --steps 128 -t 2");
   bench.AddTo(*ben);

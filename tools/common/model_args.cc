@@ -27,9 +27,10 @@ void ModelArgs::AddTo(CLI::App& app) {
       ->check(CLI::IsMember({"onednn", "openblas"}))
       ->capture_default_str();
   app.add_option("--weights", weights,
-                 "weight storage: f32 (dequantize and prepack once: fastest, 4 bytes/param), "
-                 "native (keep the file's dtype, dequantize on the fly), auto (f32 when it fits "
-                 "in half of RAM)")
+                 "weight storage: f32 (dequantize and prepack once: fastest for many positions "
+                 "per forward, 4 bytes/param), native (keep the file's dtype, dequantize on the "
+                 "fly: fastest for one position per forward), auto (AR models: native; "
+                 "diffusion models: f32 when it fits in half of RAM)")
       ->check(CLI::IsMember({"auto", "f32", "native"}))
       ->capture_default_str();
 }
