@@ -1,6 +1,7 @@
 // Speculative decoding on the project's twins (models/): the AR twin verifies drafts from the
-// diffusion twin (same tokenizer), from prompt lookup, and from itself. At temperature 0 every
-// mode must give the plain greedy tokens; the self-drafter must have every draft accepted.
+// diffusion twin (same tokenizer), from prompt lookup, from its draft model, and from itself. At
+// temperature 0 every mode must give the plain greedy tokens; the self-drafter must have every
+// draft accepted.
 #include <gtest/gtest.h>
 
 #include "decode/decoder_ar.h"
@@ -62,6 +63,16 @@ TEST(TwinSpeculativeTest, EveryDrafterIsLosslessAtTemperatureZero) {
     EXPECT_LE(r.stats.drafter.forwards, r.stats.drafter.calls * steps);
     EXPECT_GT(r.stats.drafter.forwards, r.stats.drafter.calls * (steps - 1));
   }
+
+  // The shipped draft model (models/unmask-tinystories-ar-draft.gguf, 0.50M parameters).
+  auto small =
+      LoadModel(testing::SourceDir() + "/models/unmask-tinystories-ar-draft.gguf", LoadOptions{});
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  auto small_drafter = MakeModelDrafter(small->model.get(), {});
+  ASSERT_TRUE(small_drafter.ok());
+  const GenRun drafted = Generate(*ar, prompt, small_drafter->get(), 4);
+  EXPECT_EQ(drafted.tokens, plain.tokens);
+  EXPECT_GT(drafted.stats.speculative.accepted, 0);
 
   auto model = MakeModelDrafter(self->model.get(), {});
   ASSERT_TRUE(model.ok());
