@@ -19,6 +19,17 @@ constexpr std::array<DTypeInfo, 9> kInfos = {{
     {"i32", 1, 4},
 }};
 
+// The block structs of dtype.h are the layouts the table describes.
+static_assert(kInfos[static_cast<size_t>(DType::kQ8_0)].block_bytes == sizeof(BlockQ8_0));
+static_assert(kInfos[static_cast<size_t>(DType::kQ4_0)].block_bytes == sizeof(BlockQ4_0));
+static_assert(kInfos[static_cast<size_t>(DType::kQ4_1)].block_bytes == sizeof(BlockQ4_1));
+static_assert(kInfos[static_cast<size_t>(DType::kQ4_K)].block_bytes == sizeof(BlockQ4_K));
+static_assert(kInfos[static_cast<size_t>(DType::kQ6_K)].block_bytes == sizeof(BlockQ6_K));
+static_assert(kInfos[static_cast<size_t>(DType::kQ4_0)].block_size == kQ4_0BlockSize &&
+              kInfos[static_cast<size_t>(DType::kQ4_1)].block_size == kQ4_1BlockSize &&
+              kInfos[static_cast<size_t>(DType::kQ4_K)].block_size == kQkK &&
+              kInfos[static_cast<size_t>(DType::kQ6_K)].block_size == kQkK);
+
 }  // namespace
 
 const DTypeInfo& GetDTypeInfo(DType dtype) { return kInfos[static_cast<size_t>(dtype)]; }

@@ -15,8 +15,7 @@ struct Row {
   int64_t block_bytes;
 };
 
-constexpr int64_t kQkK = 256;  // ggml QK_K: elements per K-quant / i-quant super-block
-
+// kQkK (core/dtype.h) is ggml's QK_K: elements per K-quant / i-quant super-block.
 constexpr std::array<Row, 40> kRows = {{
     {"f32", 1, 4},                                                // 0
     {"f16", 1, 2},                                                // 1
@@ -69,6 +68,12 @@ static_assert(kRows[16].block_bytes == 66 && kRows[17].block_bytes == 74 &&
               kRows[23].block_bytes == 136 && kRows[29].block_bytes == 56 &&
               kRows[34].block_bytes == 54 && kRows[35].block_bytes == 66 &&
               kRows[39].block_bytes == 17);
+// The types unmask computes with have these layouts as block structs in core/dtype.h.
+static_assert(kRows[2].block_bytes == sizeof(BlockQ4_0) &&
+              kRows[3].block_bytes == sizeof(BlockQ4_1) &&
+              kRows[8].block_bytes == sizeof(BlockQ8_0) &&
+              kRows[12].block_bytes == sizeof(BlockQ4_K) &&
+              kRows[14].block_bytes == sizeof(BlockQ6_K));
 
 }  // namespace
 

@@ -45,13 +45,15 @@ StatusOr<TensorView> GetTensor(const gguf::GgufFile& f, const std::string& name,
                                 ", expected " + want);
   }
   const auto dtype = gguf::ToDType(t->type);
-  const bool ok = dtype && (*dtype == DType::kF32 || *dtype == DType::kF16 ||
-                            *dtype == DType::kBF16 || *dtype == DType::kQ8_0);
+  const bool ok =
+      dtype && (*dtype == DType::kF32 || *dtype == DType::kF16 || *dtype == DType::kBF16 ||
+                *dtype == DType::kQ8_0 || *dtype == DType::kQ4_0 || *dtype == DType::kQ4_1 ||
+                *dtype == DType::kQ4_K || *dtype == DType::kQ6_K);
   if (!ok) {
     const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
     return UnimplementedError(f.path() + ": tensor '" + name + "' has type " +
                               std::string(info ? info->name : "unknown") +
-                              "; supported: f32, f16, bf16, q8_0");
+                              "; supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K");
   }
   TensorView v;
   v.data = const_cast<uint8_t*>(t->data);  // read-only mapping; never written through

@@ -12,7 +12,8 @@ namespace {
 
 bool HasConverter(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
-         dtype == DType::kQ8_0;
+         dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1 ||
+         dtype == DType::kQ4_K || dtype == DType::kQ6_K;
 }
 
 }  // namespace
@@ -20,7 +21,8 @@ bool HasConverter(DType dtype) {
 Status ConvertRowToF32(DType dtype, const void* src, int64_t n, float* dst) {
   if (!HasConverter(dtype)) {
     return UnimplementedError("ConvertRowToF32: no converter from " +
-                              std::string(DTypeName(dtype)) + " (supported: f32, f16, bf16, q8_0)");
+                              std::string(DTypeName(dtype)) +
+                              " (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q6_k)");
   }
   if (n < 0) {
     return InvalidArgumentError("ConvertRowToF32: negative element count " + std::to_string(n));

@@ -1,4 +1,5 @@
-// Dequantization / conversion to f32 of F32, F16, BF16 and Q8_0 data, and embedding lookup.
+// Dequantization / conversion to f32 of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K data, and
+// embedding lookup.
 #ifndef UNMASK_OPS_CONVERT_H_
 #define UNMASK_OPS_CONVERT_H_
 
@@ -14,7 +15,8 @@ namespace unmask {
 // Errors: Unimplemented for dtypes without a converter; InvalidArgument for a partial block.
 Status ConvertRowToF32(DType dtype, const void* src, int64_t n, float* dst);
 
-// out[i, :] = table[ids[i], :] as f32. table: [V, D] (F32/F16/BF16/Q8_0), out: [len(ids), D] f32.
+// out[i, :] = table[ids[i], :] as f32. table: [V, D] (any dtype ConvertRowToF32
+// accepts; D a multiple of its block size), out: [len(ids), D] f32.
 // Errors: OutOfRange naming the id when an id is outside [0, V).
 Status GetRows(const TensorView& table, std::span<const int32_t> ids, TensorView out);
 

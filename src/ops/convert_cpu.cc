@@ -1,5 +1,6 @@
 // F16/BF16/Q8_0 -> f32 converters. AVX-512 / AVX2 (+F16C): vcvtph2ps (F16), zero-extend + shift
-// (BF16), sign-extend + cvt + scale (Q8_0); scalar core/half.h otherwise.
+// (BF16), sign-extend + cvt + scale (Q8_0); scalar core/half.h otherwise. The 4- and 6-bit block
+// types are in quant_cpu.cc; ConvertRow dispatches to all of them.
 #include <cstring>
 
 #include "core/half.h"
@@ -96,6 +97,18 @@ void ConvertRow(DType dtype, const void* src, int64_t n, float* dst) {
       return;
     case DType::kQ8_0:
       ConvertQ8_0ToF32(static_cast<const BlockQ8_0*>(src), n / kQ8_0BlockSize, dst);
+      return;
+    case DType::kQ4_0:
+      ConvertQ4_0ToF32(static_cast<const BlockQ4_0*>(src), n / kQ4_0BlockSize, dst);
+      return;
+    case DType::kQ4_1:
+      ConvertQ4_1ToF32(static_cast<const BlockQ4_1*>(src), n / kQ4_1BlockSize, dst);
+      return;
+    case DType::kQ4_K:
+      ConvertQ4_KToF32(static_cast<const BlockQ4_K*>(src), n / kQkK, dst);
+      return;
+    case DType::kQ6_K:
+      ConvertQ6_KToF32(static_cast<const BlockQ6_K*>(src), n / kQkK, dst);
       return;
     default:
       return;  // callers check HasConverter

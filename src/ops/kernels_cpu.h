@@ -16,7 +16,14 @@ void ConvertF16ToF32(const uint16_t* src, int64_t n, float* dst);
 void ConvertBF16ToF32(const uint16_t* src, int64_t n, float* dst);
 // num_blocks blocks of 32 -> 32 * num_blocks floats; value = F16ToF32(d) * q (exact in f32).
 void ConvertQ8_0ToF32(const BlockQ8_0* src, int64_t num_blocks, float* dst);
-// Dispatches on dtype (F32, F16, BF16, Q8_0 only; n a multiple of the block size).
+// quant_cpu.cc: num_blocks blocks -> block size * num_blocks floats, bit-identical to
+// ops/ref/quant_ref.h.
+void ConvertQ4_0ToF32(const BlockQ4_0* src, int64_t num_blocks, float* dst);
+void ConvertQ4_1ToF32(const BlockQ4_1* src, int64_t num_blocks, float* dst);
+void ConvertQ4_KToF32(const BlockQ4_K* src, int64_t num_blocks, float* dst);
+void ConvertQ6_KToF32(const BlockQ6_K* src, int64_t num_blocks, float* dst);
+// Dispatches on dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; n a multiple of the block
+// size).
 void ConvertRow(DType dtype, const void* src, int64_t n, float* dst);
 
 // norm_cpu.cc: x, y [m, d]; rows in parallel.

@@ -1,5 +1,6 @@
 #include "ops/linear.h"
 
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -14,9 +15,12 @@
 namespace unmask {
 namespace {
 
+std::atomic<QuantActivations> g_quant_activations{QuantActivations::kInt8};
+
 bool SupportedWeightDType(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
-         dtype == DType::kQ8_0;
+         dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1 ||
+         dtype == DType::kQ4_K || dtype == DType::kQ6_K;
 }
 
 std::string PartName(size_t i) { return "parts[" + std::to_string(i) + "]"; }
@@ -30,7 +34,8 @@ Status CheckParts(std::span<const TensorView> parts, int64_t* n, int64_t* k) {
     const std::string name = ops_internal::Describe(PartName(i), p);
     if (!SupportedWeightDType(p.dtype)) {
       return InvalidArgumentError("LinearWeight::Prepare: " + name +
-                                  ": unsupported dtype (supported: f32, f16, bf16, q8_0)");
+                                  ": unsupported dtype (supported: f32, f16, bf16, q8_0, "
+                                  "q4_0, q4_1, q4_k, q6_k)");
     }
     if (p.shape.rank() != 2 || p.shape[0] < 0 || p.shape[1] < 1) {
       return InvalidArgumentError("LinearWeight::Prepare: " + name +
@@ -63,6 +68,13 @@ Status CheckParts(std::span<const TensorView> parts, int64_t* n, int64_t* k) {
 }
 
 }  // namespace
+
+void SetQuantActivations(QuantActivations activations) {
+  g_quant_activations.store(activations, std::memory_order_relaxed);
+}
+QuantActivations GetQuantActivations() {
+  return g_quant_activations.load(std::memory_order_relaxed);
+}
 
 LinearWeight::LinearWeight() = default;
 LinearWeight::~LinearWeight() = default;

@@ -28,8 +28,10 @@ class LinearWeight {
   LinearWeight(LinearWeight&&) noexcept;
   LinearWeight& operator=(LinearWeight&&) noexcept;
 
-  // Prepares the row-wise concatenation of `parts` (each [n_i, K], same K; dtypes F32, F16, BF16 or
-  // Q8_0, may differ) as one [sum n_i, K] weight — used to fuse Q/K/V and gate/up projections.
+  // Prepares the row-wise concatenation of `parts` (each [n_i, K], same K; dtypes F32, F16, BF16,
+  // Q8_0, Q4_0, Q4_1, Q4_K or Q6_K, may differ; K a multiple of every part's block size: 32 for
+  // Q8_0/Q4_0/Q4_1, 256 for Q4_K/Q6_K) as one [sum n_i, K] weight — used to fuse Q/K/V and
+  // gate/up projections.
   // For kOnTheFly the parts are referenced, not copied: their data must outlive this weight
   // (the model keeps its mmap'd GGUF alive).
   // Errors: InvalidArgument on shape/dtype mismatch or unsupported dtype.
@@ -47,6 +49,19 @@ class LinearWeight {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// What the fused small-M (M <= 4) on-the-fly kernels multiply Q4_0/Q4_1/Q4_K/Q6_K weights with.
+// Process-wide (like the GEMM provider); the default is kInt8. Thread-safe to change between calls.
+//   kInt8: each x row is quantized per 32 elements to int8 with an f32 scale d = max|x| / 127 (the
+//          activations of llama.cpp's CPU kernels, ggml Q8_0) and the blocks are multiplied with
+//          integer dot products: memory-bound instead of decode-bound (1.4-1.7x kF32 on one
+//          core). y differs from the exact product by the activation rounding: per x block b,
+//          |error| <= 0.51 * (max_{k in b} |x_k| / 127) * sum_{k in b} |w_k|, plus f32 rounding.
+//   kF32:  the f32 dot product of the exactly dequantized weights and x (what kPackedF32 and
+//          M >= 5 compute, up to summation order); decode-bound.
+enum class QuantActivations { kInt8, kF32 };
+void SetQuantActivations(QuantActivations activations);
+QuantActivations GetQuantActivations();
 
 // y[M, N] = x[M, K] * W[N, K]^T (f32). x and y must not overlap. M may be any value >= 0.
 // Errors: InvalidArgument when shapes/dtypes do not match (names the dims).

@@ -1,7 +1,9 @@
 // On-the-fly Linear: W stays in its stored dtype.
 //  * M <= kFusedMaxM (decode-like): a fused kernel converts each 16-element slice of a weight row
 //    in registers and multiplies it with every x row (no f32 copy of W is written), rows of W in
-//    parallel. This reads W once in its stored width, which is what bounds small-M speed.
+//    parallel. This reads W once in its stored width, which is what bounds small-M speed. The 4-
+//    and 6-bit block types (Q4_0, Q4_1, Q4_K, Q6_K) have their own kernels (linear_quant_cpu.cc,
+//    linear_quant_i8_cpu.cc), by default with x quantized to int8 once per call.
 //  * Otherwise panels of rows are dequantized to f32 into a per-thread buffer and multiplied with
 //    cpu::Sgemm (y[:, panel] = x * panel^T, ldc = N). Providers that allow nested calls (oneDNN,
 //    reference) process panels in parallel, one thread each; OpenBLAS processes them in sequence
@@ -248,14 +250,34 @@ void FusedRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, c
 }
 #endif
 
-// Rows of W handed out in chunks of kFusedChunkRows across all segments.
+// Rows of W handed out in chunks: a chunk is one sequential read, and for the prefetchers the
+// longer the better (measured: chunks of 32 rows of 4-bit weights with K = 576, i.e. 10 KB, read
+// at 12 GB/s on 2 threads; 128 KB chunks at 24-28 GB/s). So about kFusedChunkBytes per chunk,
+// but at least kFusedChunkRows rows and, while that allows, 2 chunks per thread for balance.
 constexpr int64_t kFusedChunkRows = 32;
+constexpr int64_t kFusedChunkBytes = 128 * 1024;
+
+int64_t FusedChunkRows(const LinearWeight::Impl& w) {
+  int64_t min_row_bytes = 0;
+  for (const auto& seg : w.segments) {
+    const auto bytes = static_cast<int64_t>(seg.row_bytes);
+    if (min_row_bytes == 0 || bytes < min_row_bytes) min_row_bytes = bytes;
+  }
+  if (min_row_bytes == 0) return kFusedChunkRows;
+  const int64_t balanced = (w.n + 2 * GetNumThreads() - 1) / (2 * GetNumThreads());
+  return std::max(kFusedChunkRows, std::min(kFusedChunkBytes / min_row_bytes, balanced));
+}
 
 template <int kM>
 void LinearFused(const LinearWeight::Impl& w, const float* x, float* y) {
-  const std::vector<Panel> chunks = MakePanels(w, kFusedChunkRows);
+  const std::vector<Panel> chunks = MakePanels(w, FusedChunkRows(w));
+  // x quantized once per call when segments of the 4-/6-bit types take int8 activations.
+  const QuantizedX* xq = PrepareQuantizedX(w, x, kM);
   ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), [&](int64_t i) {
     const Panel& c = chunks[static_cast<size_t>(i)];
+    if (IsFusedQuantDType(c.seg->dtype)) {
+      return FusedQuantRows(*c.seg, c.first, c.first + c.rows, x, xq, kM, w.k, w.n, y);
+    }
 #if defined(UNMASK_FUSED_SIMD)
     FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y);
 #else

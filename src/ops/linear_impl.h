@@ -44,6 +44,48 @@ int64_t OnTheFlyPanelRows(int64_t k);
 // y[m, n] = x[m, k] * W^T for a kOnTheFly weight (validated by the caller, m >= 1).
 void LinearOnTheFly(const LinearWeight::Impl& w, const float* x, int64_t m, float* y);
 
+// linear_quant_cpu.cc / linear_quant_i8_cpu.cc: the fused small-M kernels of the 4- and 6-bit
+// block types.
+// True for Q4_0, Q4_1, Q4_K and Q6_K.
+bool IsFusedQuantDType(DType dtype);
+
+// x [m, k] quantized for the int8 kernels: each row in blocks of 32 elements as int8 values with
+// an f32 scale, as ggml's block_q8_0 (but d kept in f32): d = max |x| / 127, q = x * (1 / d)
+// rounded to nearest even (x / d when 1 / d overflows; 0 when d is 0 or NaN), plus the per-block
+// sums the kernels use to apply the weights' offsets. linear_quant_i8_cpu.cc.
+struct QuantizedX {
+  int64_t m = 0;
+  int64_t k = 0;                  // a multiple of 32
+  std::vector<int8_t> q;          // [m, k], in [-127, 127]
+  std::vector<float> d;           // [m, k / 32]; NaN for a block holding a NaN
+  std::vector<float> d_sum;       // [m, k / 32]: d * (sum of the block's q)
+  std::vector<int16_t> pair_sum;  // [m, k / 32, 16]: q[2 l] + q[2 l + 1] of the block
+  // The layout of the Q4_0 / Q4_1 kernels, which take blocks two at a time: per pair (A, B) of
+  // blocks 2t, 2t + 1 of a row, A[0, 16) B[0, 16) A[16, 32) B[16, 32) (a last odd block as is),
+  // and for lanes l < 8: 8 (pair_sum_A[l] + pair_sum_A[l + 8]), lanes 8 + l: the same for B.
+  std::vector<int8_t> q_pairs;        // [m, k]
+  std::vector<int16_t> pair_offsets;  // [m, k / 64, 16]
+};
+
+// Quantizes x [m, k] (k % 32 == 0) into *out (resized as needed).
+void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out);
+
+// The int8 activations for one fused Linear call: x quantized into a buffer of the calling thread
+// when GetQuantActivations() is kInt8 and w has a segment of the 4-/6-bit types; nullptr
+// otherwise (the f32 kernels run). Valid until the thread's next call.
+const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m);
+
+// y[i, seg.row0 + j] = x[i, :] . W[seg.row0 + j, :] for i < m (1..4) and j in [j0, j1) of a
+// segment whose dtype IsFusedQuantDType; x [m, k], y [m, n]. Each weight block is read once and
+// multiplied in registers: with xq (its int8 image of x) by integer dot products, otherwise as
+// exactly dequantized f32 weights (the f32 dot product of ConvertRow's numbers).
+void FusedQuantRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
+                    const QuantizedX* xq, int64_t m, int64_t k, int64_t n, float* y);
+
+// The integer kernels behind FusedQuantRows (linear_quant_i8_cpu.cc).
+void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
+                        const QuantizedX& xq, int64_t n, float* y);
+
 }  // namespace cpu
 }  // namespace unmask
 

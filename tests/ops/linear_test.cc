@@ -2,8 +2,9 @@
 // provider x weight dtype x weight mode, over odd shapes and M = 0..100.
 //
 // Tolerance (rigorous, per element): the weight is dequantized exactly (f16/bf16 -> f32 is exact;
-// a Q8_0 value d * q has <= 11 + 8 significant bits, exact in f32), so the optimized result and
-// the double-accumulated reference differ only by f32 dot-product rounding:
+// a Q8_0 value d * q has <= 11 + 8 significant bits, exact in f32; Q4_0/Q4_1/Q4_K/Q6_K weights
+// are the f32 values of ops/ref/quant_ref.h, which every kernel reproduces bit for bit), so the
+// optimized result and the double-accumulated reference differ only by f32 dot-product rounding:
 //   |y - y_ref| <= gamma_K * sum_k |x_ik| |w_jk| + u |y_ref|
 // (gamma_K = K u / (1 - K u) for any summation order, with or without FMA; the second term is the
 // reference's own final rounding). This is gemma's matmul_test idea (tolerance from input
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -73,10 +75,18 @@ std::string ModeName(WeightMode mode) {
 
 using LinearParam = std::tuple<GemmProvider, DType, WeightMode>;
 
+// Exact activations for the 4-/6-bit types here; their int8 kernels (QuantActivations::kInt8,
+// the default) have their own bound in linear_quant_test.cc.
 class LinearTest : public ::testing::TestWithParam<LinearParam> {
  protected:
-  void SetUp() override { UNMASK_SELECT_PROVIDER_OR_SKIP(std::get<0>(GetParam())); }
-  void TearDown() override { testing::RestoreDefaultProvider(); }
+  void SetUp() override {
+    SetQuantActivations(QuantActivations::kF32);
+    UNMASK_SELECT_PROVIDER_OR_SKIP(std::get<0>(GetParam()));
+  }
+  void TearDown() override {
+    SetQuantActivations(QuantActivations::kInt8);
+    testing::RestoreDefaultProvider();
+  }
 };
 
 TEST_P(LinearTest, MatchesReferenceOverShapes) {
@@ -84,8 +94,11 @@ TEST_P(LinearTest, MatchesReferenceOverShapes) {
   struct Dims {
     int64_t k, n;
   };
-  // K and N deliberately not multiples of 16/64 (Q8_0 needs K % 32 == 0).
-  const std::vector<Dims> dims = dtype == DType::kQ8_0
+  // K and N deliberately not multiples of 16/64 (Q8_0/Q4_0/Q4_1 need K % 32 == 0, Q4_K/Q6_K
+  // K % 256 == 0).
+  const int64_t block = GetDTypeInfo(dtype).block_size;
+  const std::vector<Dims> dims = block == kQkK ? std::vector<Dims>{{256, 1}, {512, 33}, {768, 257}}
+                                 : block == 32
                                      ? std::vector<Dims>{{32, 1}, {96, 33}, {800, 257}}
                                      : std::vector<Dims>{{1, 1}, {17, 33}, {100, 130}, {771, 257}};
   uint64_t seed = 100;
@@ -108,11 +121,11 @@ TEST_P(LinearTest, MatchesReferenceOverShapes) {
   }
 }
 
-// Q/K/V-style fusion of parts with different dtypes and row counts; with K = 64 the on-the-fly
-// panels are 256 rows, so the 300-row parts straddle panel boundaries.
+// Q/K/V-style fusion of parts with different dtypes and row counts; with K = 64 (256 for the
+// K-quants) the on-the-fly panels are 256 rows, so the 300-row parts straddle panel boundaries.
 TEST_P(LinearTest, FusedPartsOfMixedDTypes) {
   const auto [provider, dtype, mode] = GetParam();
-  const int64_t k = 64;
+  const int64_t k = std::max<int64_t>(64, GetDTypeInfo(dtype).block_size);
   const testing::Table a = testing::MakeTable(dtype, 300, k, 1);
   const testing::Table b = testing::MakeTable(DType::kQ8_0, 5, k, 2);
   const testing::Table c = testing::MakeTable(DType::kF16, 290, k, 3);
@@ -120,6 +133,7 @@ TEST_P(LinearTest, FusedPartsOfMixedDTypes) {
   auto weight = LinearWeight::Prepare(parts, mode);
   ASSERT_TRUE(weight.ok()) << weight.status().ToString();
   ASSERT_EQ(weight->out_features(), 595);
+  ASSERT_EQ(cpu::OnTheFlyPanelRows(k), 256);
   std::vector<float> w_f32(a.f32);
   w_f32.insert(w_f32.end(), b.f32.begin(), b.f32.end());
   w_f32.insert(w_f32.end(), c.f32.begin(), c.f32.end());
@@ -152,7 +166,8 @@ TEST_P(LinearTest, LargeKSmallPanels) {
 INSTANTIATE_TEST_SUITE_P(
     AllProvidersDTypesModes, LinearTest,
     ::testing::Combine(::testing::ValuesIn(testing::AllProviders()),
-                       ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0),
+                       ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                                         DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K),
                        ::testing::Values(WeightMode::kPackedF32, WeightMode::kOnTheFly)),
     [](const ::testing::TestParamInfo<LinearParam>& p) {
       return std::string(cpu::GemmProviderName(std::get<0>(p.param))) + "_" +
@@ -287,8 +302,8 @@ TEST(LinearWeightTest, PrepareErrors) {
   const TensorView other_k{buf.data(), DType::kF32, Shape{4, 16}};
   const TensorView mismatch[] = {ok, other_k};
   expect_invalid(mismatch, WeightMode::kPackedF32, "in_features 16");
-  const TensorView q4{buf.data(), DType::kQ4_0, Shape{4, 32}};
-  expect_invalid({&q4, 1}, WeightMode::kPackedF32, "unsupported dtype");
+  const TensorView q4_k{buf.data(), DType::kQ4_K, Shape{4, 576}};
+  expect_invalid({&q4_k, 1}, WeightMode::kOnTheFly, "not a multiple of the q4_k block size 256");
   const TensorView i32{buf.data(), DType::kI32, Shape{4, 32}};
   expect_invalid({&i32, 1}, WeightMode::kOnTheFly, "unsupported dtype");
   const TensorView q8_partial{buf.data(), DType::kQ8_0, Shape{4, 48}};

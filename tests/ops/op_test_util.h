@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "ops/linear.h"
 #include "ops/ref/convert_ref.h"
+#include "quant_test_util.h"
 
 namespace unmask::testing {
 
@@ -131,6 +132,8 @@ inline Table MakeTable(DType dtype, int64_t vocab, int64_t dim, uint64_t seed) {
         const uint16_t h = dtype == DType::kF16 ? F32ToF16(v[i]) : F32ToBF16(v[i]);
         std::memcpy(row + 2 * i, &h, 2);
       }
+    } else if (dtype != DType::kQ8_0) {  // Q4_0, Q4_1, Q4_K, Q6_K
+      QuantizeRow(dtype, v, dim, row);
     } else {  // Q8_0 as ggml quantize_row_q8_0: d = amax / 127, q = round(x / d)
       for (int64_t b = 0; b < dim / kQ8_0BlockSize; ++b) {
         BlockQ8_0 blk{};

@@ -1,7 +1,8 @@
 // Op microbenchmarks (Google Benchmark): Linear per GEMM provider and weight mode for the shapes
 // of the target LLaDA-style model (hidden 768, FFN 2048, vocab 8192), attention (T = S = 160,
 // 12 heads x 64), and the memory-bound ops. Reports GFLOP/s (or GB/s) counters and the fraction
-// of the f32 FMA peak (`peak_fraction`).
+// of the f32 FMA peak (`peak_fraction`); Linear also reports weight_GB/s, the bytes of W read per
+// second (`LinearMatVec/...`: batch-1 products per stored dtype with W streamed from memory).
 //
 //   unmask_ops_bench [--unmask_threads=N] [benchmark flags, e.g. --benchmark_filter=Linear/onednn]
 //
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -97,8 +99,34 @@ std::vector<float> RandomFloats(size_t n, uint64_t seed) {
   return v;
 }
 
-// Weight [n, k] stored in `dtype` (F32, F16 or Q8_0 with k % 32 == 0).
+// Random blocks of a 4- or 6-bit type: random quants, every f16 field (d, m, dmin) a normal
+// finite scale (the speed of the kernels does not depend on the values).
+std::vector<uint8_t> MakeQuantBytes(DType dtype, int64_t n, int64_t k) {
+  const DTypeInfo& info = GetDTypeInfo(dtype);
+  const int64_t num_blocks = n * k / info.block_size;
+  const auto block_bytes = static_cast<size_t>(info.block_bytes);
+  std::vector<uint8_t> bytes(block_bytes * static_cast<size_t>(num_blocks));
+  std::mt19937_64 rng(1);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  const uint16_t scale = F32ToF16(0.01f);
+  std::vector<size_t> fields;  // byte offsets of the f16 fields in a block
+  if (dtype == DType::kQ4_0) fields = {0};
+  if (dtype == DType::kQ4_1 || dtype == DType::kQ4_K) fields = {0, 2};
+  if (dtype == DType::kQ6_K) fields = {offsetof(BlockQ6_K, d)};
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    for (size_t f : fields)
+      std::memcpy(&bytes[static_cast<size_t>(b) * block_bytes + f], &scale, 2);
+  }
+  return bytes;
+}
+
+// Weight [n, k] stored in `dtype` (F32, F16, Q8_0, Q4_0, Q4_1 with k % 32 == 0, Q4_K, Q6_K with
+// k % 256 == 0).
 std::vector<uint8_t> MakeWeightBytes(DType dtype, int64_t n, int64_t k) {
+  if (dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ4_K ||
+      dtype == DType::kQ6_K) {
+    return MakeQuantBytes(dtype, n, k);
+  }
   const std::vector<float> w = RandomFloats(static_cast<size_t>(n * k), 1);
   const size_t row_bytes = *RowBytes(dtype, k);
   std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(n));
@@ -132,10 +160,12 @@ struct LinearConfig {
   DType dtype;  // stored dtype of the weight
   int64_t m, k, n;
   int copies = 1;  // distinct weights cycled through (> 1: weights not in cache, as in a forward)
+  QuantActivations activations = QuantActivations::kInt8;  // for Q4_0/Q4_1/Q4_K/Q6_K at M <= 4
 };
 
 void BM_Linear(benchmark::State& state, LinearConfig c) {
   if (!Select(state, c.provider)) return;
+  SetQuantActivations(c.activations);
   std::vector<uint8_t> bytes = MakeWeightBytes(c.dtype, c.n, c.k);
   std::vector<std::vector<uint8_t>> sources(static_cast<size_t>(c.copies), bytes);
   std::vector<LinearWeight> weights;
@@ -161,10 +191,17 @@ void BM_Linear(benchmark::State& state, LinearConfig c) {
     benchmark::DoNotOptimize(s);
     benchmark::ClobberMemory();
   }
-  state.counters["weight_MB"] =
-      static_cast<double>(weights[0].owned_bytes() > 0 ? weights[0].owned_bytes() : bytes.size()) *
-      1e-6;
+  const double weight_bytes =
+      static_cast<double>(weights[0].owned_bytes() > 0 ? weights[0].owned_bytes() : bytes.size());
+  state.counters["weight_MB"] = weight_bytes * 1e-6;
   SetFlopCounters(state, timer, 2.0 * static_cast<double>(c.m * c.n * c.k));
+  // Bytes of W read per call (the stored dtype on the fly, the packed f32 copy otherwise).
+  const double seconds = timer.Seconds();
+  if (state.iterations() > 0 && seconds > 0.0) {
+    state.counters["weight_GB/s"] =
+        weight_bytes * static_cast<double>(state.iterations()) / seconds * 1e-9;
+  }
+  SetQuantActivations(QuantActivations::kInt8);
 }
 
 // First call for a new M with the oneDNN packed path: primitive descriptor + JIT + run (our cache
@@ -334,6 +371,42 @@ void RegisterAll() {
       }
     }
   }
+  // Batch-1 matrix-vector products per on-the-fly dtype on the shapes of SmolLM2-135M (hidden 576,
+  // FFN 1536, vocab 49152; its K-quant tensors are the K = 1536 ones) and of the target model.
+  // LinearMatVec: distinct copies cycled through adding up to >= 64 MB (2x the L3), so that
+  // weight_GB/s is the achieved memory bandwidth; LinearMatVecHot: one copy (in cache when it fits:
+  // the kernels' compute speed). The 4-/6-bit types run with int8 activations (the default) and,
+  // as "<type>_f32x", with exact f32 ones.
+  const Shape2 matvec_shapes[] = {{576, 1536, "smollm2_ffn_up"},
+                                  {1536, 576, "smollm2_ffn_down"},
+                                  {576, 49152, "smollm2_output"},
+                                  {768, 2048, "ffn_gate/up"},
+                                  {2048, 768, "ffn_down"}};
+  for (const bool hot : {false, true}) {
+    for (const Shape2& s : matvec_shapes) {
+      for (DType dtype :
+           {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
+        if (s.k % GetDTypeInfo(dtype).block_size != 0) continue;
+        const bool quant = dtype != DType::kF16 && dtype != DType::kQ8_0;
+        const double bytes = static_cast<double>(*RowBytes(dtype, s.k)) * static_cast<double>(s.n);
+        const int copies = hot ? 1 : static_cast<int>(std::ceil(64e6 / bytes));
+        for (QuantActivations a : {QuantActivations::kInt8, QuantActivations::kF32}) {
+          if (a == QuantActivations::kF32 && !quant) continue;
+          const std::string name = std::string(hot ? "LinearMatVecHot" : "LinearMatVec") +
+                                   "/onthefly_" + std::string(DTypeName(dtype)) +
+                                   (a == QuantActivations::kF32 ? "_f32x" : "") + "/M1_K" +
+                                   std::to_string(s.k) + "_N" + std::to_string(s.n) + "/" + s.what +
+                                   "/x" + std::to_string(copies);
+          benchmark::RegisterBenchmark(
+              name.c_str(), BM_Linear,
+              LinearConfig{cpu::GemmProvider::kOneDnn, WeightMode::kOnTheFly, dtype, 1, s.k, s.n,
+                           copies, a})
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+      }
+    }
+  }
   benchmark::RegisterBenchmark("Linear/onednn/first_call_new_M/M160_K768_N2048",
                                BM_LinearOneDnnNewM, 160, 768, 2048)
       ->Unit(benchmark::kMicrosecond)
@@ -370,7 +443,8 @@ void RegisterAll() {
       ->UseRealTime();
   benchmark::RegisterBenchmark("Rope/neox/M160_H12_D64", BM_Rope, RopeLayout::kNeox, 160, 12, 64)
       ->UseRealTime();
-  for (DType dtype : {DType::kF16, DType::kQ8_0}) {
+  for (DType dtype :
+       {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
     benchmark::RegisterBenchmark(("ConvertRow/" + std::string(DTypeName(dtype)) + "/N768").c_str(),
                                  BM_ConvertRow, dtype, 768);
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "ops/ref/quant_ref.h"
 
 namespace unmask::ref {
 
@@ -27,6 +28,18 @@ bool ConvertRowToF32(DType dtype, const void* src, int64_t n, float* dst) {
         const BlockQ8_0& b = blocks[i / kQ8_0BlockSize];
         dst[i] = F16ToF32(b.d) * static_cast<float>(b.qs[i % kQ8_0BlockSize]);
       }
+      return true;
+    }
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ4_K:
+    case DType::kQ6_K: {
+      const int64_t block = GetDTypeInfo(dtype).block_size;
+      if (n % block != 0) return false;
+      if (dtype == DType::kQ4_0) DequantizeQ4_0(static_cast<const BlockQ4_0*>(src), n / block, dst);
+      if (dtype == DType::kQ4_1) DequantizeQ4_1(static_cast<const BlockQ4_1*>(src), n / block, dst);
+      if (dtype == DType::kQ4_K) DequantizeQ4_K(static_cast<const BlockQ4_K*>(src), n / block, dst);
+      if (dtype == DType::kQ6_K) DequantizeQ6_K(static_cast<const BlockQ6_K*>(src), n / block, dst);
       return true;
     }
     default:
