@@ -18,6 +18,7 @@ namespace {
 constexpr int64_t kMaxQueryBlock = 128;
 // Below this many multiply-adds per head (T * S * head_dim) the direct loops are used.
 constexpr int64_t kDirectMaxWork = 32 * 1024;
+constexpr int64_t kDirectMaxQueries = 16;
 
 struct Problem {
   const float* q;
@@ -104,7 +105,11 @@ void AttentionF32(const float* q, const float* k, const float* v, int64_t t, int
                   params.scale,
                   params.mask == AttentionMask::kCausal,
                   params.q_pos0};
-  const bool direct = t * s * head_dim <= kDirectMaxWork;
+  // Decode-like calls (at most kDirectMaxQueries queries: one AR token, or a speculative
+  // verification) always take the direct loops, which compute each query on its own: a query's
+  // output then does not depend on how many queries share the call, so verifying drafts in one
+  // forward reproduces token-by-token decoding exactly.
+  const bool direct = t <= kDirectMaxQueries || t * s * head_dim <= kDirectMaxWork;
   // Equal query blocks of at most kMaxQueryBlock rows (160 -> 2 x 80, not 128 + 32).
   const int64_t num_blocks = (t + kMaxQueryBlock - 1) / kMaxQueryBlock;
   const int64_t block = (t + num_blocks - 1) / num_blocks;

@@ -23,7 +23,9 @@
 namespace unmask::cpu {
 namespace {
 
-constexpr int64_t kFusedMaxM = 4;
+// Up to 16 rows (a speculative verification of up to 15 drafts) take the fused kernels, 4 rows
+// per pass over the weights.
+constexpr int64_t kFusedMaxM = 16;
 
 struct Panel {
   const LinearWeight::Impl::Segment* seg;
@@ -317,16 +319,28 @@ void LinearOnTheFly(const LinearWeight::Impl& w, const float* x, int64_t m, floa
   const int64_t k = w.k;
   const int64_t n = w.n;
   if (m <= kFusedMaxM && ActiveGemmProvider() != GemmProvider::kReference) {
-    switch (m) {
-      case 1:
-        return LinearFused<1>(w, x, y);
-      case 2:
-        return LinearFused<2>(w, x, y);
-      case 3:
-        return LinearFused<3>(w, x, y);
-      default:
-        return LinearFused<4>(w, x, y);
+    // Groups of up to 4 rows. Each y[i, j] is computed the same way whatever the group size, so a
+    // row's result does not depend on m (speculative verification of k drafts in one call gives
+    // the logits that k + 1 single-token calls give).
+    for (int64_t i0 = 0; i0 < m; i0 += 4) {
+      const float* xi = x + i0 * k;
+      float* yi = y + i0 * n;
+      switch (std::min<int64_t>(4, m - i0)) {
+        case 1:
+          LinearFused<1>(w, xi, yi);
+          break;
+        case 2:
+          LinearFused<2>(w, xi, yi);
+          break;
+        case 3:
+          LinearFused<3>(w, xi, yi);
+          break;
+        default:
+          LinearFused<4>(w, xi, yi);
+          break;
+      }
     }
+    return;
   }
   if (SgemmRunsNested()) {
     const int64_t panel_rows = OnTheFlyPanelRows(k);

@@ -78,8 +78,10 @@ struct QuantTraits<BlockQ6_K> {
   }
 };
 
-// Accumulators per x row: at least 4 FMA chains in flight per weight row.
-constexpr int AccumulatorsFor(int m) { return m >= 4 ? 1 : (m >= 2 ? 2 : 4); }
+// Accumulators (FMA chains) per x row.
+// The same number for every M, so that a row is summed in the same order whatever the number of
+// rows in the call (speculative verification must reproduce one-token decoding bit for bit).
+constexpr int AccumulatorsFor(int) { return 2; }
 
 // Accumulates blocks [b, b + kCount) of one weight row into acc.
 template <class Block, int kM, int kAcc, int kCount>

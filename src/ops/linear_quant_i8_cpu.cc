@@ -179,8 +179,10 @@ inline void PrefetchAhead(const uint8_t* row, size_t row_bytes) {
   }
 }
 
-// Accumulator chains per x row: two for M <= 2, one above (16 ymm registers).
-constexpr int ChainsFor(int m) { return m <= 2 ? 2 : 1; }
+// Accumulator chains per x row: two for every M, so that a row is summed in the same order
+// whatever the number of rows in the call (speculative verification must reproduce one-token
+// decoding bit for bit; M = 3, 4 may spill a register on AVX2).
+constexpr int ChainsFor(int) { return 2; }
 
 // sum over pairs (q[2l] x[2l] + q[2l+1] x[2l+1]) for 32 unsigned q and signed x, as 8 int32 lanes
 // (lanes 0-3: elements 0-15, lanes 4-7: elements 16-31) after subtracting (offset * pair sums of

@@ -93,6 +93,70 @@ TEST_F(KvForwardTest, IncrementalEqualsFull) {
   ExpectRowNear(out.data() + v_, full, 9);
 }
 
+// Speculative verification feeds k + 1 tokens in one forward; with native (on-the-fly) weights
+// every row is computed exactly as in a one-token forward (fused kernels up to 16 rows, per-query
+// attention), so the logits are bit-identical and greedy speculative decoding equals plain
+// decoding token for token.
+TEST_F(KvForwardTest, MultiTokenForwardIsBitIdenticalToTokenByToken) {
+  std::vector<std::string> models = {testing::SourceDir() + "/models/unmask-tinystories-ar.gguf"};
+  if (auto smol = testing::FindSmolLM2()) models.push_back(*smol);  // Q4_1: int8 activations
+  for (const std::string& path : models) {
+    LoadOptions native;
+    native.weight_mode = WeightMode::kOnTheFly;
+    auto lm = LoadModel(path, native);
+    ASSERT_TRUE(lm.ok()) << lm.status().ToString();
+    const int64_t v = lm->model->config().vocab_size;
+    const std::vector<int32_t> ids = lm->tokenizer->Encode(
+        "Once upon a time, there was a little dog named Max. He liked to run.", true, false);
+    ASSERT_GE(ids.size(), 14u);
+    const size_t prefix = ids.size() - 9;  // then 9 tokens: one by one, or all at once
+    auto run = [&](bool one_by_one) {
+      auto kv = lm->model->MakeKvCache(1);
+      EXPECT_TRUE(kv.ok());
+      Workspace ws;
+      std::vector<float> out(9 * static_cast<size_t>(v)), row(static_cast<size_t>(v));
+      const int32_t last[1] = {static_cast<int32_t>(prefix) - 1};
+      BatchPlan pre;
+      pre.sequences.push_back(
+          SequenceInput{std::span<const int32_t>(ids).subspan(0, prefix), 0, last, 0});
+      EXPECT_TRUE(
+          lm->model
+              ->Forward(pre, &*kv, ws, TensorView{row.data(), DType::kF32, Shape{1, v}}, nullptr)
+              .ok());
+      if (one_by_one) {
+        const int32_t zero[1] = {0};
+        for (size_t i = 0; i < 9; ++i) {
+          BatchPlan p;
+          p.sequences.push_back(SequenceInput{std::span<const int32_t>(ids).subspan(prefix + i, 1),
+                                              static_cast<int32_t>(prefix + i), zero, 0});
+          EXPECT_TRUE(lm->model
+                          ->Forward(p, &*kv, ws,
+                                    TensorView{out.data() + i * static_cast<size_t>(v), DType::kF32,
+                                               Shape{1, v}},
+                                    nullptr)
+                          .ok());
+        }
+      } else {
+        const int32_t rows[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+        BatchPlan p;
+        p.sequences.push_back(SequenceInput{std::span<const int32_t>(ids).subspan(prefix, 9),
+                                            static_cast<int32_t>(prefix), rows, 0});
+        EXPECT_TRUE(
+            lm->model
+                ->Forward(p, &*kv, ws, TensorView{out.data(), DType::kF32, Shape{9, v}}, nullptr)
+                .ok());
+      }
+      return out;
+    };
+    const std::vector<float> a = run(true), b = run(false);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i], b[i]) << path << ": row " << i / static_cast<size_t>(v) << " id "
+                            << i % static_cast<size_t>(v);
+    }
+  }
+}
+
 TEST_F(KvForwardTest, TwoSequencesInOneBatch) {
   const std::vector<float> full = Full();
   auto kv = lm_.model->MakeKvCache(2);

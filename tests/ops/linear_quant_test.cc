@@ -1,13 +1,13 @@
 // Linear with Q4_0 / Q4_1 / Q4_K / Q6_K weights, both weight modes and both QuantActivations,
-// M = 1..5 (M <= 4 runs the fused kernels of linear_quant_cpu.cc / linear_quant_i8_cpu.cc on the
-// fly, M = 5 the dequantized panels), against a float64 dot product of the reference-dequantized
-// weights (ops/ref/quant_ref) and the exact x.
+// M = 1..5 and 17 (M <= 16 runs the fused kernels of linear_quant_cpu.cc / linear_quant_i8_cpu.cc
+// on the fly, in groups of 4 rows; M = 17 the dequantized panels), against a float64 dot product of
+// the reference-dequantized weights (ops/ref/quant_ref) and the exact x.
 //
 // Tolerance per element y_i = sum_k w_k x_k (float64 reference y_ref):
 //  * exact weights and activations (kPackedF32, M = 5, QuantActivations::kF32): only f32
 //    dot-product rounding, |y - y_ref| <= gamma_K * sum_k |w_k| |x_k| + u |y_ref| (gamma_K =
 //    K u / (1 - K u), any summation order, with or without FMA).
-//  * int8 activations (kOnTheFly, M <= 4, kInt8): x_k is replaced by d_b q_k with
+//  * int8 activations (kOnTheFly, M <= 16, kInt8): x_k is replaced by d_b q_k with
 //    |x_k - d_b q_k| <= 0.51 d_b, d_b = max_{k in block b} |x_k| / 127 (round to nearest, plus the
 //    f32 rounding of d_b and x_k / d_b), which adds sum_b 0.51 d_b sum_{k in b} |w_k|. The integer
 //    dot products are exact; the f32 part (block scale products, FMAs, the offset terms of Q4_1 and
@@ -172,7 +172,7 @@ class LinearQuantTest : public ::testing::TestWithParam<QuantParam> {
   }
 };
 
-TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5) {
+TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5And17) {
   const auto [dtype, mode, activations] = GetParam();
   struct Dims {
     int64_t k, n;
@@ -188,7 +188,7 @@ TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5) {
       const std::vector<float> offsets = OffsetMagnitudes(dtype, w.bytes.data(), d.n * d.k);
       auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
       ASSERT_TRUE(weight.ok()) << weight.status().ToString();
-      for (int64_t m = 1; m <= 5; ++m) {
+      for (int64_t m : {1, 2, 3, 4, 5, 17}) {
         SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(d.k) +
                      " n=" + std::to_string(d.n) + (random_bytes ? " random bytes" : " quantized"));
         const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * d.k), seed++);
@@ -197,8 +197,33 @@ TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5) {
             Linear(testing::View(x, Shape{m, d.k}), *weight, testing::View(y, Shape{m, d.n}));
         ASSERT_TRUE(s.ok()) << s.ToString();
         const bool int8 =
-            activations == QuantActivations::kInt8 && mode == WeightMode::kOnTheFly && m <= 4;
+            activations == QuantActivations::kInt8 && mode == WeightMode::kOnTheFly && m <= 16;
         ExpectMatchesFloat64Dot(x, w.f32, m, d.k, d.n, y, int8, offsets);
+      }
+    }
+  }
+}
+
+// With weights kept native, a row of y does not depend on how many rows share the call (up to the
+// 16 of the fused path): speculative verification must reproduce one-token decoding bit for bit.
+TEST_P(LinearQuantTest, RowsDoNotDependOnM) {
+  const auto [dtype, mode, activations] = GetParam();
+  if (mode != WeightMode::kOnTheFly) GTEST_SKIP() << "packed GEMM rows may depend on M";
+  const int64_t k = GetDTypeInfo(dtype).block_size == kQkK ? 512 : 576, n = 45;
+  const QuantWeight w = MakeQuantWeight(dtype, n, k, 99, false);
+  auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
+  ASSERT_TRUE(weight.ok());
+  for (int64_t m : {2, 3, 4, 5, 9, 16}) {
+    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * k), 7);
+    std::vector<float> y(static_cast<size_t>(m * n)), y1(static_cast<size_t>(n));
+    ASSERT_TRUE(Linear(testing::View(x, Shape{m, k}), *weight, testing::View(y, Shape{m, n})).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      const std::vector<float> xi(x.begin() + i * k, x.begin() + (i + 1) * k);
+      ASSERT_TRUE(
+          Linear(testing::View(xi, Shape{1, k}), *weight, testing::View(y1, Shape{1, n})).ok());
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(y[static_cast<size_t>(i * n + j)], y1[static_cast<size_t>(j)])
+            << "m=" << m << " row " << i << " col " << j;
       }
     }
   }
@@ -328,7 +353,7 @@ TEST_P(LinearQuantMixedTest, PartsOfEveryQuantizedType) {
       ASSERT_TRUE(
           Linear(testing::View(x, Shape{m, k}), *weight, testing::View(y, Shape{m, n})).ok());
       const bool int8 =
-          GetParam() == QuantActivations::kInt8 && mode == WeightMode::kOnTheFly && m <= 4;
+          GetParam() == QuantActivations::kInt8 && mode == WeightMode::kOnTheFly && m <= 16;
       ExpectMatchesFloat64Dot(x, w_f32, m, k, n, y, int8, offsets, exact_rows);
     }
   }
