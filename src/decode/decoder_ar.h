@@ -33,7 +33,7 @@ struct ArParams {
   int64_t n_predict = 128;  // most tokens to generate; -1: until EOS or the context is full
   SamplingParams sampling;
   bool ignore_eos = false;  // keep going past end-of-generation tokens
-  int32_t draft_max = 8;    // most tokens proposed per step when a drafter is set (>= 1)
+  int32_t draft_max = 3;    // most tokens proposed per step when a drafter is set (>= 1)
 };
 
 // End-of-generation token ids (from the GGUF; -1 when absent).

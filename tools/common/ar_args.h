@@ -19,7 +19,9 @@ struct ArArgs {
   std::vector<std::string> stop;
   std::string spec;         // "", "lookup", "draft", "diffusion"
   std::string draft_model;  // --draft-model
-  int32_t draft_max = 8;
+  // 3: a verification then feeds 4 tokens, one group of the fused batch-1 kernels, which read the
+  // weights once (docs/benchmarks.md: 1.36x on SmolLM2 with lookup, where 8 drafts gave 0.99x).
+  int32_t draft_max = 3;
   double draft_p_min = 0.0;
   int32_t draft_steps = 1;
   int32_t lookup_ngram_max = 4;
