@@ -65,10 +65,12 @@ TEST(ArCliTest, SpeculativeModesGiveThePlainGreedyTokens) {
               j["speculative"]["drafted"].get<int64_t>());
   }
   // The AR twin drafting for itself: every draft accepted, draft_max + 1 tokens per forward.
-  const nlohmann::json self = Json(RunUnmask(base + " --draft-model " + Twin("ar")));
+  // 40 tokens at up to 8 per forward (7 drafts + 1): at most 1 + ceil(39 / 8) = 6 forwards.
+  const nlohmann::json self =
+      Json(RunUnmask(base + " --draft-model " + Twin("ar") + " --draft-max 7"));
   EXPECT_EQ(self["speculative"]["mode"], "draft");
   EXPECT_EQ(self["speculative"]["accepted"], self["speculative"]["drafted"]);
-  EXPECT_LT(self["nfe"].get<int>(), 10);
+  EXPECT_LE(self["nfe"].get<int>(), 6);
 }
 
 TEST(ArCliTest, StopStringsEndTheTextWithoutPrintingThem) {
