@@ -42,7 +42,11 @@ StatusOr<ArDecoder> ArDecoder::Create(const ArParams& params, ArTokenIds ids,
   if (params.n_predict < -1) {
     return InvalidArgumentError("n_predict must be -1 (until EOS or a full context) or >= 0");
   }
-  if (params.draft_max < 1) return InvalidArgumentError("draft_max must be >= 1");
+  if (params.draft_max < 1 || params.draft_max > kMaxDraft) {
+    return InvalidArgumentError("draft_max must be in [1, " + std::to_string(kMaxDraft) +
+                                "] (a verification of up to 16 tokens stays bit-exact), got " +
+                                std::to_string(params.draft_max));
+  }
   ArDecoder d;
   d.params_ = params;
   d.ids_ = ids;

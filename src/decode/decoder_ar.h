@@ -33,8 +33,14 @@ struct ArParams {
   int64_t n_predict = 128;  // most tokens to generate; -1: until EOS or the context is full
   SamplingParams sampling;
   bool ignore_eos = false;  // keep going past end-of-generation tokens
-  int32_t draft_max = 3;    // most tokens proposed per step when a drafter is set (>= 1)
+  // Most tokens proposed per step when a drafter is set, in [1, kMaxDraft].
+  int32_t draft_max = 3;
 };
+
+// Longest draft: a verification then feeds at most 16 tokens, which the batch-1 kernels compute
+// row by row exactly as one-token forwards (ops/linear_cpu.cc, attention_cpu.cc), so greedy
+// speculative decoding stays token-identical to plain decoding.
+inline constexpr int32_t kMaxDraft = 15;
 
 // End-of-generation token ids (from the GGUF; -1 when absent).
 struct ArTokenIds {
@@ -66,7 +72,8 @@ class ArDecoder {
  public:
   // `drafter` may be null (plain decoding); not owned. The KV cache sequence is `kv_seq`.
   // Errors: ValidateSamplingParams errors; InvalidArgument for an empty prompt, a prompt id
-  // outside [0, vocab_size), a prompt that fills the context, n_predict < -1 or draft_max < 1.
+  // outside [0, vocab_size), a prompt that fills the context, n_predict < -1 or draft_max outside
+  // [1, kMaxDraft].
   static StatusOr<ArDecoder> Create(const ArParams& params, ArTokenIds ids,
                                     std::span<const int32_t> prompt, int64_t context_length,
                                     int64_t vocab_size, Drafter* drafter = nullptr,

@@ -38,7 +38,10 @@ StatusOr<ArGenerationStats> RunAr(const Model& model, KvCache& kv, ArDecoder& de
     stats.forward_positions += fs.num_positions;
     st = decoder.Update(out, &result);
     if (!st.ok()) return st.WithContext("decode at step " + std::to_string(step));
-    if (step == 0) stats.prefill_ms = stats.ttft_ms = MsSince(start);
+    if (step == 0) {
+      stats.prefill_ms = stats.ttft_ms = MsSince(start);
+      stats.first_step_tokens = static_cast<int64_t>(result.tokens.size());
+    }
     if (on_step && !on_step(decoder, result)) decoder.Stop();
   }
   stats.generated_tokens = static_cast<int64_t>(decoder.generated().size());

@@ -16,6 +16,7 @@ namespace unmask {
 struct ArGenerationStats {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
+  int64_t first_step_tokens = 0;  // committed by the first forward (more than 1 when drafting)
   int64_t nfe = 0;                // target forwards (prefill included)
   int64_t forward_positions = 0;  // positions fed to the target
   double prefill_ms = 0;          // first forward (prompt), including its drafting
@@ -26,17 +27,19 @@ struct ArGenerationStats {
   SpeculativeStats speculative;   // zeros without a drafter
   DrafterStats drafter;           // zeros without a drafter
 
-  // Generated tokens per second after the first token (the decode phase), and overall.
+  // Generated tokens per second after the first forward (the decode phase; 0 when the first
+  // forward committed everything), and overall.
   double decode_tokens_per_second() const {
     const double ms = total_ms - ttft_ms;
-    return generated_tokens > 1 && ms > 0 ? 1000.0 * (generated_tokens - 1) / ms : 0;
+    const int64_t n = generated_tokens - first_step_tokens;
+    return n > 0 && ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0;
   }
   double tokens_per_second() const {
     return total_ms > 0 ? 1000.0 * static_cast<double>(generated_tokens) / total_ms : 0;
   }
-  // Generated tokens per target forward after the prefill (1 without speculation).
+  // Generated tokens per target forward, prefill included (1 without speculation).
   double tokens_per_forward() const {
-    return nfe > 1 ? static_cast<double>(generated_tokens - 1) / static_cast<double>(nfe - 1) : 0;
+    return nfe > 0 ? static_cast<double>(generated_tokens) / static_cast<double>(nfe) : 0;
   }
 };
 

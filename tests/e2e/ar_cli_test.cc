@@ -87,6 +87,51 @@ TEST(ArCliTest, StopStringsEndTheTextWithoutPrintingThem) {
   EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
 }
 
+// A speculative step can commit tokens past the stop string: output_ids must still end where plain
+// decoding ends (the token that completed the stop string).
+TEST(ArCliTest, StopStringsCutOutputIdsLikePlainDecoding) {
+  const std::string base =
+      "generate -m " + Twin("ar") + " -p 'Once' -n 32 -t 1 --json --stop 'named Li' ";
+  const nlohmann::json plain = Json(RunUnmask(base));
+  const nlohmann::json spec =
+      Json(RunUnmask(base + "--draft-model " + testing::SourceDir() +
+                     "/models/unmask-tinystories-ar-draft.gguf --draft-max 8"));
+  ASSERT_TRUE(plain.is_object() && spec.is_object());
+  ASSERT_EQ(plain["finish_reason"], "stop") << plain["text"];
+  EXPECT_EQ(spec["finish_reason"], "stop");
+  EXPECT_EQ(spec["output_ids"], plain["output_ids"]);
+  EXPECT_EQ(spec["text"], plain["text"]);
+}
+
+TEST(ArCliTest, FlagsOfTheOtherModelKindAreRefused) {
+  const auto diffusion_flag = RunUnmask("generate -m " + Twin("ar") + " -p Once -n 8 --steps 8");
+  EXPECT_EQ(diffusion_flag.exit_code, 1);
+  EXPECT_NE(diffusion_flag.err.find("--steps applies to diffusion models"), std::string::npos)
+      << diffusion_flag.err;
+  const auto ar_flag = RunUnmask("generate -m " + Twin("llada") +
+                                 " -p Once -n 8 --steps 8 --block-length 8 --top-k 5");
+  EXPECT_EQ(ar_flag.exit_code, 1);
+  EXPECT_NE(ar_flag.err.find("--top-k applies to autoregressive models"), std::string::npos)
+      << ar_flag.err;
+}
+
+TEST(ArCliTest, LengthBeyondTheContextIsAnErrorUnlessNPredictIsMinusOne) {
+  const auto r = RunUnmask("generate -m " + Twin("ar") + " -p Once -n 300 -t 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("exceed the context of 256"), std::string::npos) << r.err;
+  const nlohmann::json j = Json(
+      RunUnmask("generate -m " + Twin("ar") + " -p Once --n-predict -1 --ignore-eos --json -t 1"));
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["prompt_ids"].size() + j["output_ids"].size(), 256u);  // the whole context
+}
+
+TEST(ArCliTest, UnwritableStdoutIsAnError) {
+  const auto r = RunUnmask("generate -m " + Twin("ar") + " -p Once -n 8 -t 1 > /dev/full");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot write"), std::string::npos) << r.err;
+}
+
 TEST(ArCliTest, SamplingIsReproducibleWithASeed) {
   const std::string cmd = "generate -m " + Twin("ar") +
                           " -p 'Once upon a time' -n 20 --json -t 1 --temperature 0.9 "

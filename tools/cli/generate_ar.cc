@@ -109,6 +109,16 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     }
   }
 
+  // As for diffusion: a length that cannot fit is an error, not a silent cut (--n-predict -1
+  // generates until EOS or a full context).
+  const int64_t ctx = m.config().context_length;
+  if (params.n_predict > 0 && static_cast<int64_t>(ids.size()) + params.n_predict > ctx) {
+    return Fail(OutOfRangeError("the prompt (" + std::to_string(ids.size()) + " tokens) + " +
+                                std::to_string(params.n_predict) +
+                                " tokens to generate exceed the context of " + std::to_string(ctx) +
+                                "; generate fewer (-n) or use --n-predict -1 to stop when the "
+                                "context is full"));
+  }
   const ArTokenIds tids{tok.special().eos, tok.special().eot};
   auto dec_or = ArDecoder::Create(params, tids, ids, m.config().context_length,
                                   m.config().vocab_size, drafter.get());
@@ -122,15 +132,25 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
   std::string text;
   size_t printed = 0;
   bool stopped_by_string = false;
+  size_t kept_tokens = 0;  // output_ids: with a stop string, up to the token that completed it
   auto on_step = [&](const ArDecoder& d, const ArStepResult&) {
     std::vector<int32_t> out(d.generated().begin(), d.generated().end());
+    kept_tokens = out.size();
     if (!out.empty() && tok.IsEog(out.back()) && !params.ignore_eos) out.pop_back();
     text = tok.Decode(out, /*skip_special=*/true);
-    size_t stop_len = 0;
-    const size_t at = FindStopString(text, cmd.ar.stop, &stop_len);
+    const size_t at = FindStopString(text, cmd.ar.stop);
     if (at != std::string::npos) {
       text.resize(at);
       stopped_by_string = true;
+      // A speculative step may have committed tokens past the stop string: keep the shortest
+      // prefix whose text contains it, which is where plain decoding stops.
+      for (size_t n = 1; n <= out.size(); ++n) {
+        const std::string prefix = tok.Decode(std::span<const int32_t>(out.data(), n), true);
+        if (FindStopString(prefix, cmd.ar.stop) != std::string::npos) {
+          kept_tokens = n;
+          break;
+        }
+      }
     }
     if (!cmd.json) {
       size_t end = text.size();
@@ -156,7 +176,8 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     j["text"] = text;
     j["finish_reason"] = finish;
     j["prompt_ids"] = ids;
-    j["output_ids"] = std::vector<int32_t>(dec.generated().begin(), dec.generated().end());
+    j["output_ids"] = std::vector<int32_t>(
+        dec.generated().begin(), dec.generated().begin() + static_cast<ptrdiff_t>(kept_tokens));
     j["nfe"] = st.nfe;
     j["tokens_per_second"] = st.tokens_per_second();
     j["decode_tokens_per_second"] = st.decode_tokens_per_second();

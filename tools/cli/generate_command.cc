@@ -72,6 +72,7 @@ std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok) {
 }  // namespace
 
 void GenerateCommand::AddTo(CLI::App& app) {
+  cli = &app;
   model.AddTo(app);
   app.add_option("-p,--prompt", prompt, "prompt text (tokenized with the model's tokenizer)");
   app.add_option("--prompt-ids", prompt_ids,
@@ -113,6 +114,43 @@ int GenerateCommand::Run() const {
   const double load_ms = MsSince(load_start);
   const Model& m = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
+
+  // Flags of the other kind of model would be silently ignored: refuse them instead.
+  {
+    static constexpr const char* kArOnly[] = {"--n-predict",
+                                              "--top-k",
+                                              "--top-p",
+                                              "--min-p",
+                                              "--repeat-penalty",
+                                              "--repeat-last-n",
+                                              "--frequency-penalty",
+                                              "--presence-penalty",
+                                              "--stop",
+                                              "--ignore-eos",
+                                              "--spec",
+                                              "--draft-model",
+                                              "--draft-max",
+                                              "--draft-p-min",
+                                              "--draft-steps",
+                                              "--lookup-ngram-max"};
+    static constexpr const char* kDiffusionOnly[] = {
+        "--steps",          "--block-length",           "--remasking", "--cfg-scale",
+        "--logits-eos-inf", "--confidence-eos-eot-inf", "--visual"};
+    const bool is_diffusion = m.config().is_diffusion();
+    auto given = [&](const char* name) {
+      const CLI::Option* o = cli != nullptr ? cli->get_option_no_throw(name) : nullptr;
+      return o != nullptr && o->count() > 0;
+    };
+    for (const char* name : is_diffusion ? std::span<const char* const>(kArOnly)
+                                         : std::span<const char* const>(kDiffusionOnly)) {
+      if (given(name)) {
+        return Fail(InvalidArgumentError(
+            std::string(name) + " applies to " + (is_diffusion ? "autoregressive" : "diffusion") +
+            " models; " + path + " is " + (is_diffusion ? "a diffusion" : "an autoregressive") +
+            " model (" + m.config().architecture + ")"));
+      }
+    }
+  }
 
   // Prompt ids: given directly, or text (optionally through the chat template).
   const auto tok_start = std::chrono::steady_clock::now();

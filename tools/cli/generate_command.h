@@ -23,6 +23,8 @@ struct GenerateCommand {
   bool json = false;
   bool visual = false;
 
+  CLI::App* cli = nullptr;  // set by AddTo: which flags the user gave
+
   void AddTo(CLI::App& app);
   // Returns the process exit code; errors are printed as one line on stderr.
   int Run() const;

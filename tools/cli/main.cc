@@ -83,11 +83,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (gen->parsed()) return generate.Run();
-    if (ins->parsed()) return inspect.Run();
-    if (ben->parsed()) return bench.Run();
-    if (tkz->parsed()) return tokenize.Run();
-    if (cnv->parsed()) return convert.Run();
+    int rc = 2;
+    if (gen->parsed()) rc = generate.Run();
+    if (ins->parsed()) rc = inspect.Run();
+    if (ben->parsed()) rc = bench.Run();
+    if (tkz->parsed()) rc = tokenize.Run();
+    if (cnv->parsed()) rc = convert.Run();
+    // Results that could not be written (a full disk, a closed pipe) are a failure, not success.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      unmask::tools::PrintError("unmask", "cannot write the output to stdout");
+      return rc == 0 ? 1 : rc;
+    }
+    return rc;
   } catch (const std::bad_alloc&) {
     unmask::tools::PrintError("unmask", "out of memory");
     return 1;

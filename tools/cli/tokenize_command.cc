@@ -1,6 +1,7 @@
 #include "cli/tokenize_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -41,6 +42,10 @@ int TokenizeCommand::Run() const {
   }
   std::string text = prompt;
   if (!file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec)) {
+      return Fail(InvalidArgumentError("-f " + file + " is a directory, not a text file"));
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) return Fail(NotFoundError("cannot read " + file));
     std::ostringstream ss;

@@ -62,8 +62,10 @@ void ArArgs::AddTo(CLI::App& app) {
                  "GGUF of the drafter for --spec draft|diffusion (implies it when --spec is not "
                  "given); must share the target's vocabulary")
       ->group(g);
-  app.add_option("--draft-max", draft_max, "most tokens drafted per step")
-      ->check(IntegerIn(1, 256))
+  app.add_option("--draft-max", draft_max,
+                 "most tokens drafted per step (at most 15: a verification of up to 16 tokens is "
+                 "computed exactly like one-token forwards)")
+      ->check(IntegerIn(1, kMaxDraft))
       ->capture_default_str()
       ->group(g);
   app.add_option("--draft-p-min", draft_p_min,
