@@ -168,12 +168,10 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* result) {
   }
   // Cached now: every fed non-draft token and the accepted drafts.
   cached_ = pos0 + static_cast<int64_t>(feed_.size()) - k + result->accepted;
-  if (drafter_ != nullptr && k > 0) {
+  if (drafter_ != nullptr) {
     ++spec_.steps;
     spec_.drafted += k;
     spec_.accepted += result->accepted;
-  } else if (drafter_ != nullptr) {
-    ++spec_.steps;
   }
   return Status::Ok();
 }

@@ -60,7 +60,7 @@ struct ArStepResult {
 
 // Speculative decoding counters.
 struct SpeculativeStats {
-  int64_t steps = 0;     // target forwards after the prefill
+  int64_t steps = 0;     // target forwards of a speculative run (prefill included)
   int64_t drafted = 0;   // tokens proposed
   int64_t accepted = 0;  // tokens accepted
   double acceptance_rate() const {
