@@ -14,7 +14,6 @@ import argparse
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,29 +49,10 @@ def texts(prompts_dir, n):
 
 
 def reference(model_path):
-    from tokenizers import Tokenizer
     _, kv = gguf_model.read_fields(model_path)
-    tokens, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.token_type"]
-    spec = {
-        "version": "1.0",
-        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False,
-                          "rstrip": False, "normalized": False, "special": True}
-                         for i, (t, ty) in enumerate(zip(tokens, types)) if ty == 3],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Digits", "individual_digits": True},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-             "use_regex": True}]},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                    "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": {t: i for i, t in enumerate(tokens)},
-                  "merges": [m.split(" ", 1) for m in kv["tokenizer.ggml.merges"]]},
-    }
-    return Tokenizer.from_str(json.dumps(spec))
+    return gguf_model.load_tokenizer(kv, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]})
 
 
 def main():
@@ -95,17 +75,12 @@ def main():
     bad, count = 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for i, text in enumerate(all_texts):
-            p = Path(tmp) / f"t{i}.txt"
-            p.write_text(text, encoding="utf-8")
-            out = subprocess.run([args.unmask, "tokenize", "-m", args.model, "-f", str(p),
-                                  "--no-bos"], capture_output=True, text=True, check=True).stdout
-            got = [int(x) for x in out.split()]
+            got = gguf_model.unmask_token_ids(args.unmask, args.model, text, tmp)
             want = ref.encode(text).ids
             count += len(want)
             if got != want:
                 bad += 1
-                k = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b),
-                         min(len(got), len(want)))
+                k = gguf_model.first_difference(got, want)
                 print(f"text {i} differs at token {k}: unmask {got[k:k + 6]} vs reference "
                       f"{want[k:k + 6]}: {text[:60]!r}")
     print(f"{len(all_texts)} texts, {count} tokens: "

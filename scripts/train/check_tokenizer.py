@@ -11,7 +11,6 @@ agrees; otherwise the first differences are printed.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -44,18 +43,13 @@ def main():
     bad, tokens = 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for i, story in enumerate(stories):
-            path = Path(tmp) / f"story{i}.txt"
-            path.write_text(story, encoding="utf-8")
-            out = subprocess.run([args.unmask, "tokenize", "-m", args.model, "-f", str(path),
-                                  "--no-bos"], capture_output=True, text=True, check=True).stdout
-            got = [int(x) for x in out.split()]
+            got = gguf_model.unmask_token_ids(args.unmask, args.model, story, tmp)
             tokens += len(got)
             for name, ref in references.items():
                 want = ref.encode(story).ids
                 if got != want:
                     bad += 1
-                    k = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b),
-                             min(len(got), len(want)))
+                    k = gguf_model.first_difference(got, want)
                     print(f"story {i}: unmask differs from the {name} at token {k}: "
                           f"{got[k:k + 5]} vs {want[k:k + 5]}")
     print(f"{len(stories)} held-out stories, {tokens} tokens: "

@@ -59,8 +59,9 @@ def load_model(path):
     return model, kv
 
 
-def load_tokenizer(kv):
-    """A HuggingFace byte-level BPE tokenizer from the GGUF's tokens and merges."""
+def load_tokenizer(kv, pre_tokenizer=None):
+    """A HuggingFace byte-level BPE tokenizer from the GGUF's tokens and merges; `pre_tokenizer` (a
+    tokenizers JSON spec) replaces the default GPT-2 ByteLevel one (e.g. SmolLM2's Digits first)."""
     tokens = kv["tokenizer.ggml.tokens"]
     types = kv["tokenizer.ggml.token_type"]
     spec = {
@@ -69,8 +70,8 @@ def load_tokenizer(kv):
                           "rstrip": False, "normalized": False, "special": True}
                          for i, (t, ty) in enumerate(zip(tokens, types)) if ty == 3],
         "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                          "use_regex": True},
+        "pre_tokenizer": pre_tokenizer or {"type": "ByteLevel", "add_prefix_space": False,
+                                           "trim_offsets": True, "use_regex": True},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
                     "use_regex": True},
@@ -81,3 +82,19 @@ def load_tokenizer(kv):
                   "merges": [m.split(" ", 1) for m in kv["tokenizer.ggml.merges"]]},
     }
     return Tokenizer.from_str(json.dumps(spec))
+
+
+def unmask_token_ids(unmask, model, text, tmp_dir):
+    """Ids of `unmask tokenize -m MODEL -f FILE --no-bos` for `text` (written to a file in tmp_dir)."""
+    import subprocess
+    from pathlib import Path
+    path = Path(tmp_dir) / "text.txt"
+    path.write_text(text, encoding="utf-8")
+    out = subprocess.run([unmask, "tokenize", "-m", model, "-f", str(path), "--no-bos"],
+                         capture_output=True, text=True, check=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def first_difference(got, want):
+    """Index of the first differing id (the shorter length when one is a prefix of the other)."""
+    return next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))

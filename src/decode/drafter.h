@@ -43,12 +43,19 @@ class Drafter {
   virtual ~Drafter() = default;
   virtual std::string_view name() const = 0;
   // Proposes at most `max_tokens` (>= 1) tokens continuing `context` (every committed token,
-  // prompt included); may propose none. Errors: those of the draft model's forward.
-  virtual Status Propose(std::span<const int32_t> context, int64_t max_tokens,
-                         DraftProposal* out) = 0;
+  // prompt included); may propose none. Counts the call and its time in stats().
+  // Errors: those of the draft model's forward.
+  Status Propose(std::span<const int32_t> context, int64_t max_tokens, DraftProposal* out);
   const DrafterStats& stats() const { return stats_; }
 
  protected:
+  // The drafter's own work behind Propose (`out` arrives empty).
+  virtual Status DoPropose(std::span<const int32_t> context, int64_t max_tokens,
+                           DraftProposal* out) = 0;
+  // Adds one draft-model forward to stats().
+  void CountForward(const ForwardStats& fs);
+
+ private:
   DrafterStats stats_;
 };
 

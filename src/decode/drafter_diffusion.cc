@@ -2,7 +2,6 @@
 // scores every still-masked draft position, and the most confident ones are committed (steps = 1:
 // all k from one forward). Greedy (argmax) tokens; confidence = softmax probability.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -19,10 +18,8 @@ class DiffusionDrafter final : public Drafter {
   DiffusionDrafter(const Model* model, DiffusionDrafterParams p) : model_(model), p_(p) {}
   std::string_view name() const override { return "diffusion"; }
 
-  Status Propose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
-    const auto start = std::chrono::steady_clock::now();
-    out->tokens.clear();
-    out->q.clear();
+ protected:
+  Status DoPropose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
     const ModelConfig& c = model_->config();
     const int64_t k = std::min(max_tokens, c.context_length - 1);
     if (ctx.empty() || k <= 0) return Status::Ok();
@@ -46,9 +43,7 @@ class DiffusionDrafter final : public Drafter {
       ForwardStats fs;
       UNMASK_RETURN_IF_ERROR(model_->Forward(
           plan, ws_, TensorView{logits_.data(), DType::kF32, Shape{r, c.vocab_size}}, &fs));
-      ++stats_.forwards;
-      stats_.positions += fs.num_positions;
-      stats_.flops += fs.flops;
+      CountForward(fs);
       std::vector<int32_t> tok(static_cast<size_t>(r));
       std::vector<double> score(static_cast<size_t>(r));
       for (int64_t j = 0; j < r; ++j) {
@@ -73,9 +68,6 @@ class DiffusionDrafter final : public Drafter {
       out->tokens.push_back(canvas_[static_cast<size_t>(keep + i)]);
       out->q.push_back(TokenDistribution::PointMass(out->tokens.back()));
     }
-    ++stats_.calls;
-    stats_.ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
 

@@ -1,7 +1,6 @@
 // Prompt-lookup drafting: the last n tokens (n = ngram_max down to ngram_min) are searched for in
 // the earlier context, most recent occurrence first; the tokens that followed it are proposed.
 #include <algorithm>
-#include <chrono>
 #include <string>
 
 #include "decode/drafter.h"
@@ -14,10 +13,8 @@ class LookupDrafter final : public Drafter {
   explicit LookupDrafter(LookupDrafterParams p) : p_(p) {}
   std::string_view name() const override { return "lookup"; }
 
-  Status Propose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
-    const auto start = std::chrono::steady_clock::now();
-    out->tokens.clear();
-    out->q.clear();
+ protected:
+  Status DoPropose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
     const int64_t len = static_cast<int64_t>(ctx.size());
     for (int64_t n = p_.ngram_max; n >= p_.ngram_min && out->tokens.empty(); --n) {
       if (n >= len) continue;
@@ -34,9 +31,6 @@ class LookupDrafter final : public Drafter {
         break;
       }
     }
-    ++stats_.calls;
-    stats_.ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
 

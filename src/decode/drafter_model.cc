@@ -2,7 +2,6 @@
 // The cache keeps the longest common prefix with the previous call's context (rejected drafts are
 // dropped by the next forward's position, kv/kv_cache.h).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -18,10 +17,8 @@ class ModelDrafter final : public Drafter {
       : model_(model), p_(p), kv_(std::move(kv)) {}
   std::string_view name() const override { return "draft"; }
 
-  Status Propose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
-    const auto start = std::chrono::steady_clock::now();
-    out->tokens.clear();
-    out->q.clear();
+ protected:
+  Status DoPropose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
     const ModelConfig& c = model_->config();
     const int64_t len = static_cast<int64_t>(ctx.size());
     max_tokens = std::min(max_tokens, c.context_length - len);
@@ -43,9 +40,7 @@ class ModelDrafter final : public Drafter {
       ForwardStats fs;
       UNMASK_RETURN_IF_ERROR(model_->Forward(
           plan, &kv_, ws_, TensorView{logits_.data(), DType::kF32, Shape{1, c.vocab_size}}, &fs));
-      ++stats_.forwards;
-      stats_.positions += fs.num_positions;
-      stats_.flops += fs.flops;
+      CountForward(fs);
       const int32_t tok = ArgMax(logits_);
       if (p_.p_min > 0) {
         double z = 0;
@@ -60,9 +55,6 @@ class ModelDrafter final : public Drafter {
     // The cache now also holds the fed drafts; remember them for the prefix match.
     cached_.insert(cached_.end(), out->tokens.begin(),
                    out->tokens.end() - (out->tokens.empty() ? 0 : 1));
-    ++stats_.calls;
-    stats_.ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
 

@@ -62,9 +62,8 @@ double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
   const double cached = static_cast<double>(num_cached);
   // Query-key pairs per layer for `rows` queries (causal: the last `rows` of the fed positions).
   auto pairs = [&](double rows) {
-    return attention == AttentionKind::kCausal
-               ? rows * (cached + n - rows) + rows * (rows + 1) / 2
-               : rows * (cached + n);
+    return attention == AttentionKind::kCausal ? rows * (cached + n - rows) + rows * (rows + 1) / 2
+                                               : rows * (cached + n);
   };
   const double kv_proj = 2.0 * n * d * 2.0 * kv;
   auto rest = [&](double rows) {  // Q and output projections, attention, FFN for `rows` queries

@@ -18,8 +18,8 @@ int64_t BatchPlan::num_logit_rows() const {
 
 StatusOr<KvCache> Model::MakeKvCache(int64_t num_sequences) const {
   const ModelConfig& c = config();
-  return KvCache::Create(KvCacheConfig{c.num_layers, c.num_kv_heads * c.head_dim, c.context_length,
-                                       num_sequences});
+  return KvCache::Create(
+      KvCacheConfig{c.num_layers, c.num_kv_heads * c.head_dim, c.context_length, num_sequences});
 }
 
 void Workspace::Reserve(const ModelConfig& c, int64_t num_positions, int64_t num_logit_rows) {

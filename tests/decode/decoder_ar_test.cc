@@ -37,7 +37,9 @@ class FakeDrafter final : public Drafter {
   std::deque<DraftProposal> queue;
   std::vector<std::vector<int32_t>> contexts;  // what Propose saw
   std::string_view name() const override { return "fake"; }
-  Status Propose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
+
+ protected:
+  Status DoPropose(std::span<const int32_t> ctx, int64_t max_tokens, DraftProposal* out) override {
     contexts.emplace_back(ctx.begin(), ctx.end());
     *out = queue.empty() ? DraftProposal{} : queue.front();
     if (!queue.empty()) queue.pop_front();

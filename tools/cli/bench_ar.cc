@@ -10,6 +10,7 @@
 #include "cli/bench_command.h"
 #include "common/cli_util.h"
 #include "common/roofline.h"
+#include "common/summary.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
 #include "decode/decoder_ar.h"
@@ -37,18 +38,6 @@ double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, Weight
                                             : static_cast<double>(t.num_bytes);
   }
   return bytes;
-}
-
-struct MeanSd {
-  double mean = 0, sd = 0;
-};
-MeanSd Summarize(const std::vector<double>& v) {
-  MeanSd r;
-  for (double x : v) r.mean += x;
-  r.mean /= static_cast<double>(v.size());
-  for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
-  r.sd = v.size() > 1 ? std::sqrt(r.sd / static_cast<double>(v.size() - 1)) : 0.0;
-  return r;
 }
 
 }  // namespace

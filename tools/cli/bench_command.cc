@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "common/cli_util.h"
 #include "common/roofline.h"
+#include "common/summary.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
 #include "decode/decoder_diffusion.h"
@@ -19,18 +20,6 @@ namespace {
 int Fail(const Status& s) {
   PrintError("unmask bench", s.message());
   return 1;
-}
-
-struct MeanSd {
-  double mean = 0, sd = 0;
-};
-MeanSd Summarize(const std::vector<double>& v) {
-  MeanSd r;
-  for (double x : v) r.mean += x;
-  r.mean /= static_cast<double>(v.size());
-  for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
-  r.sd = v.size() > 1 ? std::sqrt(r.sd / static_cast<double>(v.size() - 1)) : 0.0;
-  return r;
 }
 
 struct Row {
