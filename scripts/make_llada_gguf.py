@@ -248,13 +248,10 @@ def generate_weights(spec: ModelSpec, specials: dict[str, int]):
     yield "output_norm.weight", norm_w()
 
 
-def write_llada_gguf(path: str, spec: ModelSpec, progress: bool = False) -> dict:
-    """Writes the model; returns a summary (parameter count, special ids)."""
-    if spec.dtype not in _QTYPES:
-        raise ValueError(f"unknown dtype {spec.dtype!r}")
-    tokens, types, merges, specials = build_vocab(spec.vocab)
-    hd = spec.hidden // spec.heads
-    w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[MODEL_ARCH.LLADA])
+def add_hparams(w: gguf.GGUFWriter, spec) -> None:
+    """The hyper-parameter keys of a bidirectional llama-family file (llada, dream), in file order.
+    `spec` has name, dtype, context, hidden, layers, ffn, heads, kv_heads, rms_eps, rope_base and
+    vocab."""
     w.add_name(spec.name)
     w.add_file_type(int(_FTYPES[spec.dtype]))
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -267,8 +264,45 @@ def write_llada_gguf(path: str, spec: ModelSpec, progress: bool = False) -> dict
     w.add_layer_norm_rms_eps(spec.rms_eps)
     w.add_causal_attention(False)
     w.add_rope_freq_base(spec.rope_base)
-    w.add_rope_dimension_count(hd)
+    w.add_rope_dimension_count(spec.hidden // spec.heads)
     w.add_vocab_size(spec.vocab)
+
+
+def add_weight(w: gguf.GGUFWriter, name: str, arr: np.ndarray, qtype) -> None:
+    """Adds a float32 array: 1-D and F32 as they are, F16 converted, other types quantized."""
+    if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
+        w.add_tensor(name, arr)
+    elif qtype == gguf.GGMLQuantizationType.F16:
+        w.add_tensor(name, arr.astype(np.float16))
+    else:
+        # uint8 data in the byte shape; gguf-py derives the element shape from it.
+        w.add_tensor(name, gguf.quants.quantize(arr, qtype), raw_dtype=qtype)
+
+
+def readers_agree(path: str) -> tuple[gguf.GGUFReader, GGUFFile]:
+    """Reads `path` with gguf-py and the reference reader; asserts the same keys and values."""
+    r = gguf.GGUFReader(path)
+    mine = GGUFFile(path)
+    # Metadata: same keys, same values (gguf-py adds GGUF.* pseudo-fields for the header).
+    keys = [k for k in r.fields if not k.startswith("GGUF.")]
+    assert keys == list(mine.metadata), (keys, list(mine.metadata))
+    for k in keys:
+        a, b = _reader_value(r.fields[k]), mine.metadata[k]
+        if isinstance(a, float) or (isinstance(a, list) and a and isinstance(a[0], float)):
+            assert np.array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64)), k
+        else:
+            assert a == b, (k, a if not isinstance(a, list) else a[:5], b if not
+                            isinstance(b, list) else b[:5])
+    return r, mine
+
+
+def write_llada_gguf(path: str, spec: ModelSpec, progress: bool = False) -> dict:
+    """Writes the model; returns a summary (parameter count, special ids)."""
+    if spec.dtype not in _QTYPES:
+        raise ValueError(f"unknown dtype {spec.dtype!r}")
+    tokens, types, merges, specials = build_vocab(spec.vocab)
+    w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[MODEL_ARCH.LLADA])
+    add_hparams(w, spec)
     w.add_diffusion_shift_logits(False)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("gpt-2")
@@ -286,13 +320,7 @@ def write_llada_gguf(path: str, spec: ModelSpec, progress: bool = False) -> dict
     n_params = 0
     for name, arr in generate_weights(spec, specials):
         n_params += arr.size
-        if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
-            w.add_tensor(name, arr)
-        elif qtype == gguf.GGMLQuantizationType.F16:
-            w.add_tensor(name, arr.astype(np.float16))
-        else:
-            # uint8 data in the byte shape; gguf-py derives the element shape from it.
-            w.add_tensor(name, gguf.quants.quantize(arr, qtype), raw_dtype=qtype)
+        add_weight(w, name, arr, qtype)
         if progress:
             print(f"\r  generated {name:28s} ({n_params / 1e6:.1f}M parameters)", end="",
                   file=sys.stderr, flush=True)
@@ -329,20 +357,9 @@ def _reader_value(field):
 
 def validate(path: str, spec: ModelSpec | None = None, progress: bool = False) -> None:
     """Reads `path` with gguf-py and with the reference reader and checks they agree."""
-    r = gguf.GGUFReader(path)
-    mine = GGUFFile(path)
+    r, mine = readers_agree(path)
     arch = r.fields["general.architecture"].contents()
     assert arch == "llada", arch
-    # Metadata: same keys, same values (gguf-py adds GGUF.* pseudo-fields for the header).
-    keys = [k for k in r.fields if not k.startswith("GGUF.")]
-    assert keys == list(mine.metadata), (keys, list(mine.metadata))
-    for k in keys:
-        a, b = _reader_value(r.fields[k]), mine.metadata[k]
-        if isinstance(a, float) or (isinstance(a, list) and a and isinstance(a[0], float)):
-            assert np.array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64)), k
-        else:
-            assert a == b, (k, a if not isinstance(a, list) else a[:5], b if not
-                            isinstance(b, list) else b[:5])
     for k in ("llada.attention.causal", "diffusion.shift_logits", "tokenizer.ggml.add_bos_token"):
         assert mine.metadata[k] is False, k
     assert mine.metadata["tokenizer.ggml.model"] == "gpt2"

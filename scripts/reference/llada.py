@@ -19,6 +19,13 @@ and applies HF's rotate_half RoPE (pairs (j, j + head_dim/2)); mode "interleaved
 normal RoPE (pairs (2j, 2j+1)) to the stored rows. Both use theta_j = base^(-2j/head_dim) at
 positions 0..L-1 and give the same numbers (tested in test_reference.py).
 
+Dream (llama.cpp arch `dream`, Qwen2 layout; docs LLAMACPP.md "Dream GGUF"): the same block plus
+q/k/v projection biases (`blk.N.attn_{q,k,v}.bias`, added right after the projections, before
+RoPE) and an optional `output.bias`; Q/K rows are stored in HF order (NEOX RoPE), so rope_mode
+must be "rotate_half" and nothing is unpermuted. Its logits are *shifted*
+(`diffusion.shift_logits`, default true for dream): position p is predicted by output row p-1,
+position 0 by row 0; `forward` returns the unshifted rows and `shift_logits` applies the shift.
+
 Usage as a script: print logits (or their argmax) for a list of token ids.
 """
 from __future__ import annotations
@@ -33,7 +40,8 @@ from gguf_read import GGUFError, GGUFFile
 
 ARCH = "llada"
 # Architectures with this block layout: bidirectional LLaDA, and causal Llama (same tensors/keys).
-CAUSAL_ARCHS = {"llada": False, "llama": True}
+CAUSAL_ARCHS = {"llada": False, "llama": True, "dream": False}
+NEOX_ARCHS = {"dream"}  # Q/K rows in HF order: rotate_half RoPE on the stored rows
 
 
 @dataclass
@@ -49,6 +57,8 @@ class LladaConfig:
     rope_base: float
     n_rot: int
     causal: bool = False  # True for "llama": query i attends to keys 0..i only
+    arch: str = "llada"
+    shift_logits: bool = False  # Dream: position p is predicted by output row p-1
 
     @property
     def head_dim(self) -> int:
@@ -116,7 +126,8 @@ def read_config(g: GGUFFile) -> LladaConfig:
         n_head_kv=n_head_kv, rms_eps=float(key("attention.layer_norm_rms_epsilon")),
         rope_base=float(g.get(f"{arch}.rope.freq_base", 10000.0)),
         n_rot=int(g.get(f"{arch}.rope.dimension_count", n_embd // n_head)),
-        causal=CAUSAL_ARCHS[arch])
+        causal=CAUSAL_ARCHS[arch], arch=arch,
+        shift_logits=bool(g.get("diffusion.shift_logits", arch == "dream")))
     if n_embd % n_head or n_head % n_head_kv:
         raise GGUFError(f"{g.path}: bad head counts {n_head}/{n_head_kv} for width {n_embd}")
     if cfg.n_rot != cfg.head_dim:
@@ -142,6 +153,9 @@ class LladaModel:
         self.dtype = np.dtype(dtype)
         if rope_mode not in ("rotate_half", "interleaved"):
             raise ValueError(f"unknown rope_mode {rope_mode!r}")
+        neox = cfg.arch in NEOX_ARCHS
+        if neox and rope_mode != "rotate_half":
+            raise ValueError(f"{cfg.arch} stores Q/K for NEOX RoPE: rope_mode must be rotate_half")
         self.rope_mode = rope_mode
 
         def t(name: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -163,7 +177,7 @@ class LladaModel:
             p = f"blk.{i}."
             wq = t(p + "attn_q.weight", (cfg.n_head * hd, d))
             wk = t(p + "attn_k.weight", (cfg.n_head_kv * hd, d))
-            if rope_mode == "rotate_half":
+            if rope_mode == "rotate_half" and not neox:
                 wq = _unpermute_rows(wq, cfg.n_head)
                 wk = _unpermute_rows(wk, cfg.n_head_kv)
             self.layers.append({
@@ -176,8 +190,15 @@ class LladaModel:
                 "up": t(p + "ffn_up.weight", (ff, d)),
                 "down": t(p + "ffn_down.weight", (d, ff)),
             })
+            for b, n in (("bq", cfg.n_head * hd), ("bk", cfg.n_head_kv * hd),
+                         ("bv", cfg.n_head_kv * hd)):
+                name = p + f"attn_{b[1]}.bias"
+                if name in g.tensors:
+                    self.layers[-1][b] = t(name, (n,))
             for k, v in self.layers[-1].items():
                 self.layers[-1][k] = v.astype(self.dtype)
+        self.out_bias = t("output.bias", (cfg.n_vocab,)).astype(self.dtype) \
+            if "output.bias" in g.tensors else None
 
     def _rms_norm(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         ms = np.mean(x * x, axis=-1, keepdims=True)
@@ -197,9 +218,12 @@ class LladaModel:
         x = self.tok_embd[ids]                                       # [L, d]
         for lw in self.layers:
             h = self._rms_norm(x, lw["attn_norm"])
-            q = rope((h @ lw["wq"].T).reshape(L, H, hd), cfg.rope_base)
-            k = rope((h @ lw["wk"].T).reshape(L, Hkv, hd), cfg.rope_base)
-            v = (h @ lw["wv"].T).reshape(L, Hkv, hd)
+            q, k, v = h @ lw["wq"].T, h @ lw["wk"].T, h @ lw["wv"].T
+            if "bq" in lw:                                           # Dream (Qwen2) biases
+                q, k, v = q + lw["bq"], k + lw["bk"], v + lw["bv"]
+            q = rope(q.reshape(L, H, hd), cfg.rope_base)
+            k = rope(k.reshape(L, Hkv, hd), cfg.rope_base)
+            v = v.reshape(L, Hkv, hd)
             kv_of = np.arange(H) // (H // Hkv)                       # query head -> kv head
             k, v = k[:, kv_of], v[:, kv_of]                          # [L, H, hd]
             s = np.einsum("qhd,khd->hqk", q, k) * scale              # [H, L, L]
@@ -215,7 +239,13 @@ class LladaModel:
             u = h @ lw["up"].T
             x = x + ((g / (1 + np.exp(-g))) * u) @ lw["down"].T      # SwiGLU: silu(gate) * up
         x = self._rms_norm(x, self.out_norm)
-        return x @ self.output.T                                     # [L, n_vocab]
+        out = x @ self.output.T                                      # [L, n_vocab]
+        return out if self.out_bias is None else out + self.out_bias
+
+
+def shift_logits(logits: np.ndarray) -> np.ndarray:
+    """Dream's shift: row p of the result is row p-1 of `logits`, row 0 stays row 0."""
+    return np.concatenate([logits[:1], logits[:-1]], 0)
 
 
 def main() -> int:

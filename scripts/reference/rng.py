@@ -12,7 +12,8 @@ Bit-exact specification shared with the C++ engine:
   counter = (index, position, step, stream), key = (seed & 0xffffffff, seed >> 32);
   with output words w0, w1: u = ((w0 >> 5) * 2^26 + (w1 >> 6)) * 2^-53, a double in [0, 1)
   (53 random bits; u == 0 is possible).
-* Streams: GUMBEL = 1 (index = vocabulary id), REMASK_RANDOM = 2 (index = 0).
+* Streams: GUMBEL = 1 (index = vocabulary id), REMASK_RANDOM = 2 (index = 0); Dream
+  (dream_generate.py): DREAM_ORIGIN = 6, DREAM_ALG_TEMP = 7 (index = 0).
 
 The numpy version is vectorized over any broadcastable counter arrays (uint64 holding 32-bit
 values; products of two 32-bit numbers fit in 64 bits). A slow pure-Python version is kept for

@@ -21,6 +21,9 @@ enum class RngStream : uint32_t {
   kSampling = 3,      // generic categorical sampling: index = 0
   kSpecAccept = 4,    // speculative decoding: accept/reject draws, index = 0
   kSpecResidual = 5,  // speculative decoding: draws from the residual max(p - q, 0), index = 0
+  kDreamOrigin = 6,   // Dream alg origin: rand < 1 - s/t per masked position, index = 0
+  kDreamAlgTemp = 7,  // Dream alg_temp > 0: Gumbel-top-k over positions, index = 0
+                      // (Dream's categorical token draw at T > 0 uses kGumbel, index = vocab id)
 };
 
 class CounterRng {

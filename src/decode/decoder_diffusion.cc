@@ -1,5 +1,6 @@
 #include "decode/decoder_diffusion.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -13,7 +14,8 @@ namespace unmask {
 StatusOr<DiffusionDecoder> DiffusionDecoder::Create(const DiffusionParams& params,
                                                     DiffusionTokenIds ids,
                                                     std::span<const int32_t> prompt,
-                                                    int64_t context_length, int64_t vocab_size) {
+                                                    int64_t context_length, int64_t vocab_size,
+                                                    bool shift_logits) {
   UNMASK_RETURN_IF_ERROR(
       ValidateDiffusionParams(params, static_cast<int64_t>(prompt.size()), context_length));
   if (ids.mask < 0 || ids.mask >= vocab_size) {
@@ -43,16 +45,67 @@ StatusOr<DiffusionDecoder> DiffusionDecoder::Create(const DiffusionParams& param
     // The reference masks prompt_index = (x != mask_id) at the start: the prompt positions.
     for (int64_t i = 0; i < d.prompt_length_; ++i) d.uncond_[static_cast<size_t>(i)] = ids.mask;
   }
+  d.shift_ = shift_logits;
+  if (params.commit == CommitRule::kCredit) {
+    d.credit_.emplace(params.credit_alpha, params.credit_beta, params.credit_gamma);
+  }
+  d.StartBlock();
   return d;
+}
+
+int64_t DiffusionDecoder::BlockMasks(int64_t b) const {
+  const int64_t begin = BlockBegin(b);
+  int64_t masked = 0;
+  for (int64_t p = begin; p < begin + params_.block_length; ++p) {
+    masked += (canvas_[static_cast<size_t>(p)] == ids_.mask);
+  }
+  return masked;
+}
+
+void DiffusionDecoder::StartBlock() {
+  step_in_block_ = 0;
+  if (params_.commit == CommitRule::kFixed) {
+    // Transfer counts are computed once per block from the masks inside it (reference).
+    schedule_ = NumTransferTokens(BlockMasks(block_), params_.steps_per_block());
+  }
+  if (credit_) credit_->StartBlock(params_.block_length);
+}
+
+void DiffusionDecoder::Advance(DiffusionStepResult* result) {
+  const bool fixed = params_.commit == CommitRule::kFixed;
+  const bool finished =
+      fixed ? step_in_block_ >= params_.steps_per_block() : BlockMasks(block_) == 0;
+  if (!finished) return;
+  if (params_.early_stop) {
+    const int64_t begin = BlockBegin(block_);
+    bool has_eos = false;
+    for (int64_t p = begin; p < begin + params_.block_length; ++p) {
+      const int32_t t = canvas_[static_cast<size_t>(p)];
+      has_eos |= (t == ids_.eos && t >= 0) || (t == ids_.eot && t >= 0);
+    }
+    if (has_eos && ids_.eos >= 0) {
+      for (size_t p = static_cast<size_t>(begin + params_.block_length); p < canvas_.size(); ++p) {
+        canvas_[p] = ids_.eos;
+      }
+      if (result != nullptr) result->early_stopped = block_ + 1 < params_.num_blocks();
+      done_ = true;
+      return;
+    }
+  }
+  ++block_;
+  // A dynamic rule skips blocks without masks; the fixed schedule spends its steps regardless
+  // (reference).
+  while (!fixed && block_ < params_.num_blocks() && BlockMasks(block_) == 0) ++block_;
+  if (block_ >= params_.num_blocks()) {
+    done_ = true;
+    block_ = params_.num_blocks() - 1;
+    return;
+  }
+  StartBlock();
 }
 
 std::span<const int32_t> DiffusionDecoder::generated() const {
   return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_));
-}
-
-int64_t DiffusionDecoder::current_block() const {
-  const int64_t spb = params_.steps_per_block();
-  return spb > 0 ? std::min(step_ / spb, params_.num_blocks() - 1) : 0;
 }
 
 int64_t DiffusionDecoder::num_masked() const {
@@ -62,15 +115,53 @@ int64_t DiffusionDecoder::num_masked() const {
 }
 
 const BatchPlan& DiffusionDecoder::Plan() {
-  const int64_t block = current_block();
-  const int64_t end = prompt_length_ + (block + 1) * params_.block_length;
+  const int64_t begin = BlockBegin(block_);
+  const int64_t end = begin + params_.block_length;
+  const int64_t length = static_cast<int64_t>(canvas_.size());
+  const bool cached = params_.cache != CacheMode::kNone;
+  full_forward_ = !cached || step_in_block_ == 0;
+  // Decoded positions: cache none: every masked position before the block end (reference);
+  // cached: the block's masked positions.
   rows_.clear();
-  for (int64_t p = 0; p < end; ++p) {
+  for (int64_t p = cached ? begin : 0; p < end; ++p) {
     if (canvas_[static_cast<size_t>(p)] == ids_.mask) rows_.push_back(static_cast<int32_t>(p));
   }
+  // The fed window [lo, hi) and whether it overwrites the cache in place.
+  int64_t lo = 0, hi = length;
+  bool replace = false;
+  if (!full_forward_) {
+    const int64_t first = shift_ ? begin - 1 : begin;  // shifted logits: s - 1 predicts s
+    switch (params_.cache) {
+      case CacheMode::kPrefix:
+        lo = first;
+        break;
+      case CacheMode::kDual:
+        lo = first, hi = end, replace = true;
+        break;
+      case CacheMode::kVicinity:
+        lo = std::max<int64_t>(0, std::min(first, begin - params_.prefix_look));
+        hi = std::min(length, end + params_.after_look), replace = true;
+        break;
+      case CacheMode::kNone:
+        break;
+    }
+  }
+  logit_rows_.clear();
+  for (int32_t p : rows_) {
+    const int64_t source = shift_ ? std::max<int64_t>(p - 1, 0) : p;
+    logit_rows_.push_back(static_cast<int32_t>(source - lo));
+  }
+  const std::span<const int32_t> tokens =
+      std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(lo),
+                                                static_cast<size_t>(hi - lo));
   plan_.sequences.clear();
-  plan_.sequences.push_back(SequenceInput{canvas_, 0, rows_});
-  if (params_.cfg_scale > 0) plan_.sequences.push_back(SequenceInput{uncond_, 0, rows_});
+  SequenceInput seq{tokens, static_cast<int32_t>(lo), logit_rows_};
+  if (cached) {
+    seq.kv_seq = kv_seq_;
+    seq.kv_replace = replace;
+  }
+  plan_.sequences.push_back(seq);
+  if (params_.cfg_scale > 0) plan_.sequences.push_back(SequenceInput{uncond_, 0, logit_rows_});
   planned_ = true;
   return plan_;
 }
@@ -85,18 +176,9 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
     return InvalidArgumentError("logits must be f32 [" + std::to_string(expected_rows) + ", " +
                                 std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
   }
-  const int64_t spb = params_.steps_per_block();
-  const int64_t block = step_ / spb;
-  const int64_t step_in_block = step_ % spb;
-  if (step_in_block == 0) {
-    // Transfer counts are computed once per block from the masks inside it (reference).
-    const int64_t begin = prompt_length_ + block * params_.block_length;
-    int64_t masked = 0;
-    for (int64_t p = begin; p < begin + params_.block_length; ++p) {
-      masked += (canvas_[static_cast<size_t>(p)] == ids_.mask);
-    }
-    schedule_ = NumTransferTokens(masked, spb);
-  }
+  const int64_t block = block_;
+  const int64_t block_begin = BlockBegin(block_);
+  if (credit_) credit_->StartStep();
 
   const double temperature = params_.temperature;
   const double cfg = params_.cfg_scale;
@@ -134,6 +216,7 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
       }
       if (params_.logits_eos_inf) out[static_cast<size_t>(ids_.eos)] = neg_inf;
       const uint32_t pos = static_cast<uint32_t>(rows_[static_cast<size_t>(r)]);
+      if (credit_ && int64_t{pos} >= block_begin) credit_->Fuse(int64_t{pos} - block_begin, out);
       const int32_t token =
           temperature == 0 ? ArgMax(out) : SampleGumbelMax(out, temperature, rng_, step32, pos);
       x0[static_cast<size_t>(r)] = token;
@@ -144,12 +227,27 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
     }
   });
 
-  const std::vector<int32_t> chosen =
-      SelectTopK(confidence, schedule_[static_cast<size_t>(step_in_block)]);
+  std::vector<int32_t> chosen;
+  switch (params_.commit) {
+    case CommitRule::kFixed:
+      chosen = SelectTopK(confidence, schedule_[static_cast<size_t>(step_in_block_)]);
+      break;
+    case CommitRule::kThreshold:
+    case CommitRule::kCredit:
+      chosen = SelectThreshold(confidence, params_.threshold);
+      break;
+    case CommitRule::kFactor:
+      chosen = SelectFactor(confidence, params_.factor);
+      break;
+    case CommitRule::kHierarchy:
+      chosen = SelectHierarchy(confidence, rows_, params_.threshold, params_.low_threshold);
+      break;
+  }
   if (result != nullptr) {
     result->step = step_;
     result->block = block;
     result->committed_positions.clear();
+    result->early_stopped = false;
   }
   for (int32_t r : chosen) {
     const int32_t pos = rows_[static_cast<size_t>(r)];
@@ -158,7 +256,9 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
     if (result != nullptr) result->committed_positions.push_back(pos);
   }
   ++step_;
+  ++step_in_block_;
   planned_ = false;
+  Advance(result);
   return Status::Ok();
 }
 

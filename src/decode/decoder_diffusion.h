@@ -1,4 +1,7 @@
-// The LLaDA reference decoder (ML-GSAI/LLaDA generate.py; ALGORITHMS.md §1.2-1.7), exact:
+// Masked-diffusion decoding of LLaDA-style models: the exact LLaDA reference and the published
+// accelerations on top of it.
+//
+// Reference (cache none, commit fixed; ML-GSAI/LLaDA generate.py; ALGORITHMS.md §1.2-1.7), exact:
 //   canvas = prompt + gen_length mask tokens, split into blocks of block_length;
 //   per block, steps_per_block steps with NumTransferTokens(block masks, steps_per_block);
 //   per step one forward (two canvases when cfg_scale > 0: conditional and unconditional, where
@@ -14,18 +17,35 @@
 //   and the n[step] positions with the highest confidence are committed. TIE RULE: equal
 //   confidences commit the lower position first. Masked positions before the current block (only
 //   possible when the prompt itself contains mask tokens) compete as in the reference.
-// The decoder owns the canvas; the caller runs Model::Forward on Plan() and passes the logits to
-// Update() until Done().
+//
+// Accelerations (DiffusionParams):
+// - commit rule other than fixed (decode/commit_rules.h): a block runs until it has no mask left,
+//   each step committing what the rule selects (at least the top-1).
+// - cache (Fast-dLLM prefix/dual cache, dInfer vicinity refresh; ALGORITHMS.md §3.1, §4.3): the
+//   first step of every block is a full forward that writes the K/V of every position into the
+//   KV cache (sequence kv_seq()); later steps of the block feed
+//     prefix:   positions [s, L)  (the cache keeps [0, s); rows from s on are recomputed),
+//     dual:     positions [s, e)  (rewritten in place; the suffix keeps its stale K/V),
+//     vicinity: positions [s - prefix_look, e + after_look) clipped to [0, L), in place,
+//   with s, e the block and L the canvas end, and only the block's masked positions are decoded.
+//   Models with shifted logits (Dream: position p is predicted by output row p - 1) also feed
+//   position s - 1, whose output predicts s.
+// - early_stop (dInfer): when a finished block contains EOS or EOT, every later position becomes
+//   EOS and generation ends.
+// The decoder owns the canvas; the caller runs Model::Forward on Plan() (with a KV cache when
+// needs_kv_cache()) and passes the logits to Update() until Done().
 #ifndef UNMASK_DECODE_DECODER_DIFFUSION_H_
 #define UNMASK_DECODE_DECODER_DIFFUSION_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "decode/commit_rules.h"
 #include "decode/diffusion_params.h"
 #include "model/model.h"
 
@@ -40,24 +60,39 @@ struct DiffusionTokenIds {
 
 // What one Update did.
 struct DiffusionStepResult {
-  int64_t step = 0;                          // global step index (0-based)
+  int64_t step = 0;                          // global step index (0-based) = forwards before it
   int64_t block = 0;                         // block index
   std::vector<int32_t> committed_positions;  // absolute canvas positions, in commit order
+  bool early_stopped = false;                // this step ended generation by early stop
 };
 
 class DiffusionDecoder {
  public:
   // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt id outside
   // [0, vocab_size), a missing mask token, or logits_eos_inf without an EOS token.
+  // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt id outside
+  // [0, vocab_size), a missing mask token, or logits_eos_inf without an EOS token.
+  // shift_logits: the model's ModelConfig::shift_logits (Dream).
   static StatusOr<DiffusionDecoder> Create(const DiffusionParams& params, DiffusionTokenIds ids,
                                            std::span<const int32_t> prompt, int64_t context_length,
-                                           int64_t vocab_size);
+                                           int64_t vocab_size, bool shift_logits = false);
 
-  bool Done() const { return step_ >= params_.steps; }
+  bool Done() const { return done_; }
+  // True when Plan() uses a KV cache (params().cache != none): the caller passes one with at
+  // least kv_seq() + 1 sequences to every Forward of this decoder.
+  bool needs_kv_cache() const { return params_.cache != CacheMode::kNone; }
+  // The KV cache sequence this decoder's plans use (default 0; batched decoding gives each
+  // decoder its own).
+  int32_t kv_seq() const { return kv_seq_; }
+  void set_kv_seq(int32_t seq) { kv_seq_ = seq; }
   // The forward this step needs. Its spans point into the decoder and stay valid until the next
-  // Update. Logit rows: every masked position before the current block's end (conditional
-  // canvas first, then the unconditional one when cfg_scale > 0).
+  // Update. Logit rows: cache none: every masked position before the current block's end
+  // (conditional canvas first, then the unconditional one when cfg_scale > 0); cached modes: the
+  // current block's masked positions. Shifted-logit models get row p - 1 for position p.
   const BatchPlan& Plan();
+  // True when the planned forward is a full forward (every step without a cache; the first step of
+  // each block with one).
+  bool planned_full_forward() const { return full_forward_; }
   // Consumes logits [Plan().num_logit_rows(), vocab] and commits tokens.
   // Errors: InvalidArgument when the logits shape does not match the plan; FailedPrecondition
   // after Done() or when Plan() was not called for this step.
@@ -72,25 +107,39 @@ class DiffusionDecoder {
   std::span<const int32_t> generated() const;
   int64_t step() const { return step_; }
   int64_t nfe() const { return step_; }  // one forward pass (batched with CFG) per step
-  int64_t current_block() const;
+  int64_t current_block() const { return block_; }
   int64_t num_masked() const;
 
  private:
   DiffusionDecoder() = default;
+  // Canvas range [begin, end) of block b.
+  int64_t BlockBegin(int64_t b) const { return prompt_length_ + b * params_.block_length; }
+  int64_t BlockMasks(int64_t b) const;
+  void StartBlock();  // schedule / credit of block_
+  // After a step: moves to the next block when this one is finished; applies early stop.
+  void Advance(DiffusionStepResult* result);
 
   DiffusionParams params_;
   DiffusionTokenIds ids_;
   int64_t prompt_length_ = 0;
   int64_t vocab_size_ = 0;
+  bool shift_ = false;
   CounterRng rng_{0};
   std::vector<int32_t> canvas_;
   std::vector<int32_t> uncond_;    // CFG: canvas with prompt positions masked
-  std::vector<int64_t> schedule_;  // transfer counts of the current block
-  int64_t step_ = 0;               // global step
-  std::vector<int32_t> rows_;      // logit rows of this step (masked positions < end)
+  std::vector<int64_t> schedule_;  // transfer counts of the current block (fixed rule)
+  std::optional<CreditTracker> credit_;
+  int64_t step_ = 0;               // global step (forwards so far)
+  int64_t block_ = 0;              // current block
+  int64_t step_in_block_ = 0;
+  bool done_ = false;
+  int32_t kv_seq_ = 0;
+  std::vector<int32_t> rows_;        // canvas positions decoded this step (ascending)
+  std::vector<int32_t> logit_rows_;  // rows of the fed tokens giving their logits
   BatchPlan plan_;
   bool planned_ = false;         // Plan() was called for the current step
-  std::vector<float> combined_;  // [rows, vocab] CFG-combined, EOS-masked logits
+  bool full_forward_ = true;     // the planned forward feeds the whole canvas
+  std::vector<float> combined_;  // [rows, vocab] CFG-combined, EOS-masked (credit-fused) logits
 };
 
 }  // namespace unmask

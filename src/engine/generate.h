@@ -4,6 +4,7 @@
 #define UNMASK_ENGINE_GENERATE_H_
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -35,9 +36,23 @@ struct GenerationStats {
 using DiffusionStepCallback =
     std::function<void(const DiffusionDecoder&, const DiffusionStepResult&)>;
 
-// Runs `decoder` to completion on `model`. Errors: any Forward/Update error, with the step.
+// Runs `decoder` to completion on `model` (with a KV cache of its own when the decoder's cache
+// mode needs one). Errors: any Forward/Update error, with the step.
 StatusOr<GenerationStats> RunDiffusion(const Model& model, DiffusionDecoder& decoder, Workspace& ws,
                                        const DiffusionStepCallback& on_step);
+
+// Batched diffusion: every step, the plans of all unfinished decoders are run as ONE forward
+// (ragged canvases side by side, each at its own positions: no padding, no position shift, no
+// attention across requests), then each decoder consumes its own logit rows. Decoders finish
+// independently (a finished one leaves the batch). Decoder i uses KV cache sequence i. Each
+// request's tokens are those of running it alone (the forward computes every row with the same
+// operations whatever the batch; tests/engine checks it at temperature 0).
+// Stats: nfe = batched forwards, generated_tokens = the sum of gen_length, times for the batch.
+// Errors: any Forward/Update error, with the step; InvalidArgument for an empty batch or a null
+// decoder.
+StatusOr<GenerationStats> RunDiffusionBatch(const Model& model,
+                                            std::span<DiffusionDecoder* const> decoders,
+                                            Workspace& ws, const DiffusionStepCallback& on_step);
 
 }  // namespace unmask
 

@@ -59,6 +59,20 @@ Status KvCache::Plan(int64_t seq, int64_t pos0, int64_t n) {
   return Status::Ok();
 }
 
+Status KvCache::PlanReplace(int64_t seq, int64_t pos0, int64_t n) {
+  if (seq < 0 || seq >= config_.num_sequences) {
+    return OutOfRangeError("KV cache has " + std::to_string(config_.num_sequences) +
+                           " sequences, got sequence " + std::to_string(seq));
+  }
+  const Sequence& s = seqs_[static_cast<size_t>(seq)];
+  if (pos0 < 0 || n < 0 || pos0 + n > s.length) {
+    return OutOfRangeError("KV cache sequence " + std::to_string(seq) + " holds " +
+                           std::to_string(s.length) + " positions; cannot replace [" +
+                           std::to_string(pos0) + ", " + std::to_string(pos0 + n) + ")");
+  }
+  return Status::Ok();
+}
+
 float* KvCache::Keys(int64_t seq, int64_t layer) {
   Sequence& s = seqs_[static_cast<size_t>(seq)];
   return s.keys.data() + layer * s.capacity * config_.kv_dim;

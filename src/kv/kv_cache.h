@@ -9,6 +9,11 @@
 // and makes room; the model then writes the new rows layer by layer (Keys/Values) and attends over
 // rows [0, pos0 + n).
 //
+// Replace (diffusion dual cache / vicinity refresh, Fast-dLLM and dInfer; ALGORITHMS.md §3.1, §4.3):
+// PlanReplace(seq, pos0, n) keeps every cached row; the model overwrites rows [pos0, pos0 + n) in
+// place and attends over all `length` rows, so positions outside the window keep their (possibly
+// stale) keys and values.
+//
 // Storage: f32, [capacity, num_kv_heads * head_dim] per (sequence, layer) for K and V, grown
 // geometrically up to max_positions (no memory is taken for positions never fed).
 #ifndef UNMASK_KV_KV_CACHE_H_
@@ -43,6 +48,9 @@ class KvCache {
   // Errors: OutOfRange for an unknown sequence; FailedPrecondition when pos0 > length(seq) (a gap:
   // positions before pos0 were never fed); InvalidArgument when pos0 + n > max_positions.
   Status Plan(int64_t seq, int64_t pos0, int64_t n);
+  // Prepares an in-place overwrite of rows [pos0, pos0 + n) of `seq`; nothing is dropped and the
+  // length stays. Errors: OutOfRange for an unknown sequence or a window outside [0, length(seq)).
+  Status PlanReplace(int64_t seq, int64_t pos0, int64_t n);
   // After Plan: rows [0, pos0 + n) of layer `layer`, [max_positions-capacity, kv_dim] f32. The
   // model writes rows [pos0, pos0 + n) and reads all of them.
   float* Keys(int64_t seq, int64_t layer);

@@ -19,6 +19,9 @@ constexpr ArchTraits kArchs[] = {
     // Llama (autoregressive): the same block layout with causal attention. unmask loads and runs
     // its forward pass; autoregressive generation (KV cache, sampling) is not implemented yet.
     {"llama", AttentionKind::kCausal, RopeLayout::kInterleaved},
+    // Dream (Qwen2 layout): q/k/v biases, Q/K rows in HF order for NEOX RoPE, shifted logits
+    // (LLAMACPP.md "Dream GGUF").
+    {"dream", AttentionKind::kBidirectional, RopeLayout::kNeox},
 };
 
 // Upper bounds far above any real model, so that a corrupt header cannot make unmask allocate
@@ -144,10 +147,12 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
           ") must be even and at most the head size (" + std::to_string(c.head_dim) + ")");
     }
   }
+  // A missing key means shifted logits for Dream (llama.cpp's converter writes none).
+  c.shift_logits = c.architecture == "dream";
   if (f.Find("diffusion.shift_logits")) {
     UNMASK_ASSIGN_OR_RETURN(c.shift_logits, f.GetBool("diffusion.shift_logits"));
   }
-  if (c.shift_logits) {
+  if (c.shift_logits && c.architecture != "dream") {
     return UnimplementedError(f.path() + ": diffusion.shift_logits = true is not supported for '" +
                               c.architecture + "'");
   }

@@ -31,7 +31,9 @@ struct ModelConfig {
   int64_t rope_dim = 0;        // <arch>.rope.dimension_count (defaults to head_dim)
   RopeLayout rope_layout = RopeLayout::kInterleaved;
   AttentionKind attention = AttentionKind::kBidirectional;
-  // diffusion.shift_logits: position p is predicted by output row p-1 (Dream); false for LLaDA.
+  // diffusion.shift_logits: position p is predicted by output row p-1 (position 0 by row 0).
+  // Default (key absent): true for "dream", false otherwise; true is refused for other archs.
+  // The model returns unshifted rows; the decoder applies the shift.
   bool shift_logits = false;
   bool tied_output = false;  // no output.weight: the output projection reuses token_embd
 
@@ -48,7 +50,8 @@ struct ModelConfig {
                       int64_t num_cached = 0) const;
 };
 
-// Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama").
+// Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama",
+// "dream").
 // Errors: NotFound naming a missing required key; InvalidArgument naming an inconsistent value
 // (e.g. head_count not dividing embedding_length, head_count_kv not dividing head_count).
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);

@@ -25,6 +25,12 @@ struct SequenceInput {
   // [0, pos0) come from it and the fed positions are written to it (kv/kv_cache.h: Plan drops
   // anything cached at or after pos0); attention spans [0, pos0 + len(tokens)).
   int32_t kv_seq = -1;
+  // With kv_seq >= 0: overwrite the cached rows [pos0, pos0 + len(tokens)) in place instead of
+  // dropping everything from pos0 on; attention then spans every cached position, so rows outside
+  // the fed window keep their cached (possibly stale) keys and values. This is the dual cache /
+  // vicinity refresh of Fast-dLLM and dInfer (ALGORITHMS.md §3.1, §4.3). The window must lie
+  // inside the cached length.
+  bool kv_replace = false;
 };
 
 struct BatchPlan {

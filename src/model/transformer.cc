@@ -70,6 +70,30 @@ StatusOr<std::vector<float>> GetVector(const gguf::GgufFile& f, const std::strin
   return out;
 }
 
+// An optional bias vector of n elements (f32 or f16); empty when the file has no such tensor.
+StatusOr<std::vector<float>> GetBias(const gguf::GgufFile& f, const std::string& name, int64_t n) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  if (t == nullptr) return std::vector<float>();
+  const auto dtype = gguf::ToDType(t->type);
+  if (!dtype || (*dtype != DType::kF32 && *dtype != DType::kF16)) {
+    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
+    return InvalidArgumentError(f.path() + ": tensor '" + name + "' has type " +
+                                std::string(info ? info->name : "unknown") +
+                                "; biases must be f32 or f16");
+  }
+  return GetVector(f, name, n);
+}
+
+// y[r, :] += bias for the first n rows of a row-major [rows, bias.size()] f32 array; no-op when
+// the bias is empty.
+void AddBias(float* p, int64_t n, const std::vector<float>& bias) {
+  if (bias.empty()) return;
+  const int64_t cols = static_cast<int64_t>(bias.size());
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < cols; ++j) p[r * cols + j] += bias[static_cast<size_t>(j)];
+  }
+}
+
 StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& name, int64_t rows,
                                  int64_t cols, WeightMode mode) {
   UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {rows, cols}));
@@ -138,6 +162,13 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     tick();
     UNMASK_ASSIGN_OR_RETURN(L.wv, GetLinear(f, p + "attn_v.weight", kv, d, mode));
     tick();
+    if (f.FindTensor(p + "attn_qkv.weight") != nullptr) {
+      return UnimplementedError(f.path() + ": fused tensor '" + p +
+                                "attn_qkv.weight' is not supported (use separate attn_q/k/v)");
+    }
+    UNMASK_ASSIGN_OR_RETURN(L.bq, GetBias(f, p + "attn_q.bias", q));
+    UNMASK_ASSIGN_OR_RETURN(L.bk, GetBias(f, p + "attn_k.bias", kv));
+    UNMASK_ASSIGN_OR_RETURN(L.bv, GetBias(f, p + "attn_v.bias", kv));
     UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode));
     tick();
     UNMASK_ASSIGN_OR_RETURN(TensorView gate, GetTensor(f, p + "ffn_gate.weight", {c.ffn_size, d}));
@@ -160,6 +191,7 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode));
     tick();
   }
+  UNMASK_ASSIGN_OR_RETURN(m->output_bias_, GetBias(f, "output.bias", c.vocab_size));
 
   size_t bytes = m->output_.owned_bytes();
   for (const TransformerLayer& L : m->layers_) {
@@ -203,8 +235,16 @@ Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
                                        " but the KV cache holds " +
                                        std::to_string(kv->length(seq.kv_seq)) + " positions");
       }
+      if (seq.kv_replace && seq.pos0 + n > kv->length(seq.kv_seq)) {
+        return FailedPreconditionError(where + ": kv_replace of positions [" +
+                                       std::to_string(seq.pos0) + ", " +
+                                       std::to_string(seq.pos0 + n) + ") but the KV cache holds " +
+                                       std::to_string(kv->length(seq.kv_seq)) + " positions");
+      }
     } else if (seq.kv_seq < -1) {
       return InvalidArgumentError(where + ": kv_seq must be -1 or a cache sequence");
+    } else if (seq.kv_replace) {
+      return InvalidArgumentError(where + ": kv_replace needs a KV cache sequence (kv_seq)");
     }
     if (seq.pos0 < 0 || seq.pos0 + n > c.context_length) {
       return InvalidArgumentError(where + ": positions [" + std::to_string(seq.pos0) + ", " +
@@ -247,8 +287,9 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
   if (total == 0) return Status::Ok();
   for (const SequenceInput& seq : plan.sequences) {
     if (seq.kv_seq >= 0) {
-      UNMASK_RETURN_IF_ERROR(
-          kv->Plan(seq.kv_seq, seq.pos0, static_cast<int64_t>(seq.tokens.size())));
+      const int64_t n = static_cast<int64_t>(seq.tokens.size());
+      UNMASK_RETURN_IF_ERROR(seq.kv_replace ? kv->PlanReplace(seq.kv_seq, seq.pos0, n)
+                                            : kv->Plan(seq.kv_seq, seq.pos0, n));
     }
   }
   ws.Reserve(c, total, num_rows);
@@ -313,7 +354,9 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     UNMASK_RETURN_IF_ERROR(
         RmsNorm(Rows(ws.hidden, 0, total), attn_norm, c.rms_eps, Rows(ws.normed, 0, total)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wk, Rows(ws.k, 0, total)));
+    AddBias(ws.k.as<float>(), total, L.bk);
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
+    AddBias(ws.v.as<float>(), total, L.bv);
     UNMASK_RETURN_IF_ERROR(
         ApplyRope(Heads(ws.k, 0, total, hkv), positions, ws.rope, c.rope_layout));
     for (size_t s = 0; s < plan.sequences.size(); ++s) {
@@ -338,6 +381,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     }
     if (n > 0) {
       UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.wq, Rows(ws.q, 0, n)));
+      AddBias(ws.q.as<float>(), n, L.bq);
       UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.q, 0, n, h), q_positions, ws.rope, c.rope_layout));
     }
     for (size_t s = 0; s < plan.sequences.size(); ++s) {
@@ -346,7 +390,8 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
       // Keys: the cache rows [0, pos0 + len) or the fed rows; key_base = key index of tokens[0].
       const bool cached = seq.kv_seq >= 0;
       const int64_t key_base = cached ? seq.pos0 : 0;
-      const int64_t num_keys = key_base + len;
+      // kv_replace: every cached row, including those after the fed window.
+      const int64_t num_keys = seq.kv_replace ? kv->length(seq.kv_seq) : key_base + len;
       const TensorView keys = cached ? TensorView{kv->Keys(seq.kv_seq, l), DType::kF32,
                                                   Shape{num_keys, hkv, c.head_dim}}
                                      : Heads(ws.k, offsets[s], len, hkv);
@@ -392,6 +437,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(ws.last_hidden, 0, num_rows), out_norm, c.rms_eps,
                                    Rows(ws.last_normed, 0, num_rows)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.last_normed, 0, num_rows), output_, logits));
+    AddBias(logits.as<float>(), num_rows, output_bias_);
   }
 
   if (stats != nullptr) {
@@ -399,9 +445,11 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     stats->num_logit_rows = num_rows;
     stats->flops = 0;
     for (const SequenceInput& seq : plan.sequences) {
-      stats->flops += c.ForwardFlops(static_cast<int64_t>(seq.tokens.size()),
-                                     static_cast<int64_t>(seq.logit_rows.size()), true,
-                                     seq.kv_seq >= 0 ? seq.pos0 : 0);
+      const int64_t n = static_cast<int64_t>(seq.tokens.size());
+      const int64_t cached = seq.kv_seq < 0   ? 0
+                             : seq.kv_replace ? kv->length(seq.kv_seq) - n
+                                              : seq.pos0;
+      stats->flops += c.ForwardFlops(n, static_cast<int64_t>(seq.logit_rows.size()), true, cached);
     }
     stats->ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -1,6 +1,8 @@
-// The llama-family transformer shared by "llada" (bidirectional) and, later, "llama" (causal):
-// pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN, no biases, final RMSNorm and an
-// output projection (tied to the token embedding when output.weight is absent).
+// The llama-family transformer shared by "llada" (bidirectional), "llama" (causal) and "dream"
+// (bidirectional, Qwen2 layout): pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN,
+// final RMSNorm and an output projection (tied to the token embedding when output.weight is
+// absent). Biases: q/k/v projection biases and output.bias are used when the file has them
+// (Dream); llama/llada files have none.
 // LLaDA: NVlabs/Fast-dLLM llada/model/modeling_llada.py; GGUF naming: llama.cpp
 // src/models/llada.cpp.
 #ifndef UNMASK_MODEL_TRANSFORMER_H_
@@ -23,10 +25,14 @@ struct TransformerLayer {
   LinearWeight wq;               // [heads * head_dim, hidden]
   LinearWeight wk;               // [kv_heads * head_dim, hidden]
   LinearWeight wv;               // [kv_heads * head_dim, hidden]
-  LinearWeight wo;               // [hidden, heads * head_dim]
-  std::vector<float> ffn_norm;   // [hidden]
-  LinearWeight gate_up;          // [2 * ffn, hidden]: ffn_gate rows then ffn_up rows
-  LinearWeight down;             // [hidden, ffn]
+  // Projection biases (Dream/Qwen2: blk.N.attn_{q,k,v}.bias); empty when the file has none.
+  std::vector<float> bq;        // [heads * head_dim]
+  std::vector<float> bk;        // [kv_heads * head_dim]
+  std::vector<float> bv;        // [kv_heads * head_dim]
+  LinearWeight wo;              // [hidden, heads * head_dim]
+  std::vector<float> ffn_norm;  // [hidden]
+  LinearWeight gate_up;         // [2 * ffn, hidden]: ffn_gate rows then ffn_up rows
+  LinearWeight down;            // [hidden, ffn]
 };
 
 class TransformerModel final : public Model {
@@ -55,6 +61,7 @@ class TransformerModel final : public Model {
   std::vector<TransformerLayer> layers_;
   std::vector<float> output_norm_;  // [hidden]
   LinearWeight output_;             // [vocab, hidden]
+  std::vector<float> output_bias_;  // [vocab] (output.bias, Dream); empty when absent
   size_t weight_bytes_ = 0;
 };
 

@@ -15,38 +15,17 @@
 #include "core/parallel.h"
 #include "decode/decoder_diffusion.h"
 #include "engine/generate.h"
+#include "golden_util.h"
 #include "model/loader.h"
 #include "test_util.h"
 
 namespace unmask {
 namespace {
 
-std::vector<std::string> GoldenFiles() {
-  std::vector<std::string> out;
-  const std::string dir = testing::TestDataPath("golden/llada");
-  if (!std::filesystem::exists(dir)) return out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testing::CachedModel;
+using testing::ReadJson;
 
-const LoadedModel& CachedModel(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<LoadedModel>> cache;
-  auto it = cache.find(name);
-  if (it == cache.end()) {
-    auto m = LoadModel(testing::TestDataPath("models/" + name), LoadOptions{});
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    it = cache.emplace(name, std::make_unique<LoadedModel>(std::move(m).value())).first;
-  }
-  return *it->second;
-}
-
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+std::vector<std::string> GoldenFiles() { return testing::GoldenFiles("llada"); }
 
 // Runs one golden case with `threads` threads; returns (output ids, nfe).
 std::pair<std::vector<int32_t>, int64_t> RunCase(const nlohmann::json& g, int threads) {
@@ -109,35 +88,10 @@ TEST(LladaForwardGoldenTest, LogitsMatchReference) {
     if (e.path().extension() != ".json") continue;
     const nlohmann::json g = ReadJson(e.path().string());
     const LoadedModel& lm = CachedModel(g.at("model").get<std::string>());
-    const std::vector<int32_t> ids = g.at("input_ids");
-    const std::vector<std::vector<double>> expected = g.at("logits");
-    const double atol = g.at("atol"), rtol = g.at("rtol");
-    std::vector<int32_t> rows(ids.size());
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
-    BatchPlan plan;
-    plan.sequences.push_back(SequenceInput{ids, 0, rows});
-    const int64_t v = lm.model->config().vocab_size;
-    std::vector<float> out(ids.size() * static_cast<size_t>(v));
-    Workspace ws;
-    ASSERT_TRUE(lm.model
-                    ->Forward(plan, ws,
-                              TensorView{out.data(), DType::kF32,
-                                         Shape{static_cast<int64_t>(ids.size()), v}},
-                              nullptr)
-                    .ok());
-    ASSERT_EQ(expected.size(), ids.size());
-    double worst = 0;
-    for (size_t r = 0; r < ids.size(); ++r) {
-      ASSERT_EQ(expected[r].size(), static_cast<size_t>(v));
-      for (int64_t j = 0; j < v; ++j) {
-        const double want = expected[r][static_cast<size_t>(j)];
-        const double got = out[r * static_cast<size_t>(v) + static_cast<size_t>(j)];
-        const double err = std::abs(got - want);
-        worst = std::max(worst, err);
-        ASSERT_LE(err, atol + rtol * std::abs(want))
-            << e.path().filename() << " row " << r << " id " << j;
-      }
-    }
+    const double worst =
+        testing::ExpectForwardNear(*lm.model, g.at("input_ids"), g.at("logits"), g.at("atol"),
+                                   g.at("rtol"), e.path().filename().string());
+    ASSERT_GE(worst, 0);
     RecordProperty(e.path().filename().string() + "_max_abs_err", std::to_string(worst));
     ++checked;
   }

@@ -4,6 +4,8 @@
 
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <string>
@@ -20,7 +22,8 @@ struct CliResult {
 
 // Runs `unmask <args>` (arguments are passed through sh; quote them in the string).
 inline CliResult RunUnmask(const std::string& args) {
-  const std::string err_path = TempDir() + "/cli_stderr.txt";
+  // One file per test process: ctest -j runs several e2e tests at once.
+  const std::string err_path = TempDir() + "/cli_stderr." + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(UNMASK_CLI_PATH) + " " + args + " 2>" + err_path;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -34,6 +37,7 @@ inline CliResult RunUnmask(const std::string& args) {
     while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
     std::fclose(f);
   }
+  std::remove(err_path.c_str());
   return r;
 }
 

@@ -115,10 +115,12 @@ int BenchCommand::Run() const {
     ProgressLine progress("bench " + blas);
     for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
       auto dec = DiffusionDecoder::Create(params, {sp.mask, sp.eos, sp.eot}, prompt,
-                                          m.config().context_length, m.config().vocab_size);
+                                          m.config().context_length, m.config().vocab_size,
+                                          m.config().shift_logits);
       if (!dec.ok()) return Fail(dec.status());
       auto on_step = [&](const DiffusionDecoder& d, const DiffusionStepResult&) {
-        progress.Update(r * params.steps + d.step(), (reps + 1) * params.steps,
+        const int64_t committed = d.Done() ? params.gen_length : params.gen_length - d.num_masked();
+        progress.Update(r * params.gen_length + committed, (reps + 1) * params.gen_length,
                         r == 0 ? "warm-up" : "run " + std::to_string(r));
       };
       auto stats = RunDiffusion(m, *dec, ws, on_step);
@@ -155,6 +157,10 @@ int BenchCommand::Run() const {
           {"gen_length", params.gen_length},
           {"block_length", params.block_length},
           {"steps", params.steps},
+          {"cache", std::string(CacheModeName(params.cache))},
+          {"commit", std::string(CommitRuleName(params.commit))},
+          {"threshold", params.threshold},
+          {"early_stop", params.early_stop},
           {"nfe", r.nfe},
           {"tokens_per_second", r.tps.mean},
           {"tokens_per_second_sd", r.tps.sd},
@@ -171,11 +177,14 @@ int BenchCommand::Run() const {
     }
     return 0;
   }
-  std::printf("model: %s | prompt %lld, gen %lld, block %lld, steps %lld, threads %d, %d reps\n",
-              model_desc, static_cast<long long>(prompt_length),
-              static_cast<long long>(params.gen_length),
-              static_cast<long long>(params.block_length), static_cast<long long>(params.steps),
-              GetNumThreads(), reps);
+  std::printf(
+      "model: %s | prompt %lld, gen %lld, block %lld, steps %lld, cache %s, commit %s%s, threads "
+      "%d, %d reps\n",
+      model_desc, static_cast<long long>(prompt_length), static_cast<long long>(params.gen_length),
+      static_cast<long long>(params.block_length), static_cast<long long>(params.steps),
+      std::string(CacheModeName(params.cache)).c_str(),
+      std::string(CommitRuleName(params.commit)).c_str(), params.early_stop ? ", early stop" : "",
+      GetNumThreads(), reps);
   const bool with_ref = reference_tps > 0;
   std::printf(
       "\n| blas | NFE | tokens/s | ms/forward | forward GFLOP/s | GEMM peak (same run) | "

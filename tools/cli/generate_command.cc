@@ -1,11 +1,14 @@
 #include "cli/generate_command.h"
 
+#include "cli/diffusion_output.h"
+
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <span>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/diffusion_output.h"
 #include "common/cli_util.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
@@ -81,6 +84,7 @@ void GenerateCommand::AddTo(CLI::App& app) {
       ->type_name("IDS");
   diffusion.AddTo(app);
   ar.AddTo(app);
+  dream.AddTo(app);
   auto* chat_flag = app.add_flag("--chat", chat,
                                  "wrap the prompt in the model's chat template as one user "
                                  "message (default when the GGUF has a template)");
@@ -134,15 +138,26 @@ int GenerateCommand::Run() const {
                                               "--draft-steps",
                                               "--lookup-ngram-max"};
     static constexpr const char* kDiffusionOnly[] = {
-        "--steps",          "--block-length",           "--remasking", "--cfg-scale",
-        "--logits-eos-inf", "--confidence-eos-eot-inf", "--visual"};
+        "--steps",       "--block-length",   "--remasking",
+        "--cfg-scale",   "--logits-eos-inf", "--confidence-eos-eot-inf",
+        "--visual",      "--cache",          "--prefix-look",
+        "--after-look",  "--commit",         "--threshold",
+        "--factor",      "--low-threshold",  "--credit-alpha",
+        "--credit-beta", "--credit-gamma",   "--early-stop"};
     const bool is_diffusion = m.config().is_diffusion();
+    const bool is_dream = m.config().architecture == "dream";
+    if (Status s = CheckDreamFlags(*this, is_dream, path, m.config().architecture); !s.ok()) {
+      return Fail(s);
+    }
     auto given = [&](const char* name) {
       const CLI::Option* o = cli != nullptr ? cli->get_option_no_throw(name) : nullptr;
       return o != nullptr && o->count() > 0;
     };
     for (const char* name : is_diffusion ? std::span<const char* const>(kArOnly)
                                          : std::span<const char* const>(kDiffusionOnly)) {
+      const std::string_view flag(name);
+      // Dream's reference sampler has top-k/top-p (checked by CheckDreamFlags).
+      if (is_dream && (flag == "--top-k" || flag == "--top-p")) continue;
       if (given(name)) {
         return Fail(InvalidArgumentError(
             std::string(name) + " applies to " + (is_diffusion ? "autoregressive" : "diffusion") +
@@ -200,10 +215,13 @@ int GenerateCommand::Run() const {
   if (!m.config().is_diffusion()) {
     return RunArGeneration(*this, loaded, path, ids, used_chat, load_ms, tokenize_ms);
   }
+  if (m.config().architecture == "dream" && !WantsBlockDecoder(*this)) {
+    return RunDreamGeneration(*this, loaded, path, ids, used_chat, load_ms, tokenize_ms);
+  }
 
   DiffusionTokenIds dids{tok.special().mask, tok.special().eos, tok.special().eot};
-  auto dec_or =
-      DiffusionDecoder::Create(params, dids, ids, m.config().context_length, m.config().vocab_size);
+  auto dec_or = DiffusionDecoder::Create(params, dids, ids, m.config().context_length,
+                                         m.config().vocab_size, m.config().shift_logits);
   if (!dec_or.ok()) return Fail(dec_or.status());
   DiffusionDecoder& dec = *dec_or;
 
@@ -215,9 +233,9 @@ int GenerateCommand::Run() const {
     const double secs = MsSince(gen_start) / 1000.0;
     const int64_t committed = params.gen_length - d.num_masked();
     char info[160];
-    std::snprintf(info, sizeof(info), "step %lld/%lld  block %lld/%lld  %.2f tokens/s",
-                  static_cast<long long>(r.step + 1), static_cast<long long>(params.steps),
-                  static_cast<long long>(r.block + 1), static_cast<long long>(params.num_blocks()),
+    std::snprintf(info, sizeof(info), "step %lld  block %lld/%lld  %.2f tokens/s",
+                  static_cast<long long>(r.step + 1), static_cast<long long>(r.block + 1),
+                  static_cast<long long>(params.num_blocks()),
                   secs > 0 ? static_cast<double>(committed) / secs : 0.0);
     if (visual) {
       // On a terminal the canvas is redrawn in place; into a file or pipe only the final canvas
@@ -225,68 +243,34 @@ int GenerateCommand::Run() const {
       if (!StderrIsTerminal() && !d.Done()) return;
       live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" + RenderCanvas(d, tok));
     } else {
-      progress.Update(r.step + 1, params.steps, info);
+      progress.Update(d.Done() ? params.gen_length : committed, params.gen_length, info);
     }
   };
   auto stats_or = RunDiffusion(m, dec, ws, on_step);
   progress.Finish();
   if (!stats_or.ok()) return Fail(stats_or.status());
-  const GenerationStats& stats = *stats_or;
 
-  const std::vector<int32_t> output(dec.generated().begin(), dec.generated().end());
-  // The text ends at the first end-of-generation token (EOS or EOT), as an OpenAI completion does:
-  // a base model trained on packed documents may start a new one after it. output_ids keep all.
-  size_t text_end = 0;
-  while (text_end < output.size() && output[text_end] != tok.special().eos &&
-         output[text_end] != tok.special().eot) {
-    ++text_end;
-  }
-  const bool stopped_at_eos = text_end < output.size();
-  const std::string text =
-      tok.Decode(std::span<const int32_t>(output.data(), text_end), /*skip_special=*/true);
-  if (json) {
-    nlohmann::json j;
-    j["text"] = text;
-    j["finish_reason"] = stopped_at_eos ? "stop" : "length";
-    j["prompt_ids"] = ids;
-    j["output_ids"] = output;
-    j["nfe"] = stats.nfe;
-    j["tokens_per_second"] = stats.tokens_per_second();
-    j["tokens_per_forward"] = stats.tokens_per_forward();
-    j["gflops_per_second"] = stats.gflops_per_second();
-    j["timings"] = {{"load_ms", load_ms},
-                    {"tokenize_ms", tokenize_ms},
-                    {"generate_ms", stats.total_ms},
-                    {"forward_ms", stats.forward_ms},
-                    {"decode_ms", stats.decode_ms}};
-    j["model"] = {{"path", path},
-                  {"architecture", m.config().architecture},
-                  {"parameters", m.config().NumParameters()}};
-    j["params"] = {{"gen_length", params.gen_length},
-                   {"steps", params.steps},
-                   {"block_length", params.block_length},
-                   {"temperature", params.temperature},
-                   {"cfg_scale", params.cfg_scale},
-                   {"remasking", std::string(RemaskingName(params.remasking))},
-                   {"logits_eos_inf", params.logits_eos_inf},
-                   {"confidence_eos_eot_inf", params.confidence_eos_eot_inf},
-                   {"seed", params.seed},
-                   {"chat", used_chat}};
-    j["backend"] = cpu::DescribeCpuBackend();
-    // Token text may hold invalid UTF-8 (byte-level pieces): replace it instead of throwing.
-    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else {
-    std::printf("%s\n", text.c_str());
-    std::fprintf(stderr,
-                 "%lld tokens in %.2f s: %.2f tokens/s | %lld forwards (%.2f tokens/forward) | "
-                 "forward %.0f GFLOP/s | %s\n",
-                 static_cast<long long>(stats.generated_tokens), stats.total_ms / 1000.0,
-                 stats.tokens_per_second(), static_cast<long long>(stats.nfe),
-                 stats.tokens_per_forward(), stats.gflops_per_second(),
-                 cpu::DescribeCpuBackend().c_str());
-  }
-  std::fflush(stdout);
-  return 0;
+  const nlohmann::json j = {{"gen_length", params.gen_length},
+                            {"steps", params.steps},
+                            {"block_length", params.block_length},
+                            {"temperature", params.temperature},
+                            {"cfg_scale", params.cfg_scale},
+                            {"remasking", std::string(RemaskingName(params.remasking))},
+                            {"logits_eos_inf", params.logits_eos_inf},
+                            {"confidence_eos_eot_inf", params.confidence_eos_eot_inf},
+                            {"seed", params.seed},
+                            {"cache", std::string(CacheModeName(params.cache))},
+                            {"commit", std::string(CommitRuleName(params.commit))},
+                            {"threshold", params.threshold},
+                            {"factor", params.factor},
+                            {"low_threshold", params.low_threshold},
+                            {"prefix_look", params.prefix_look},
+                            {"after_look", params.after_look},
+                            {"early_stop", params.early_stop},
+                            {"shift_logits", m.config().shift_logits},
+                            {"chat", used_chat}};
+  return PrintDiffusionResult(loaded, path, ids, dec.generated(), *stats_or, load_ms, tokenize_ms,
+                              j, json);
 }
 
 }  // namespace unmask::tools

@@ -12,12 +12,15 @@ void ArArgs::AddTo(CLI::App& app) {
                  "--gen-length)")
       ->check(IntegerIn(-1, kMaxLength))
       ->group(g);
-  app.add_option("--top-k", sampling.top_k, "AR sampling: keep the k most likely tokens (0: off)")
+  app.add_option("--top-k", sampling.top_k,
+                 "AR and Dream sampling: keep the k most likely tokens (0: off; Dream: off "
+                 "unless given)")
       ->check(IntegerIn(0, kMaxLength))
       ->capture_default_str()
       ->group(g);
   app.add_option("--top-p", sampling.top_p,
-                 "AR sampling: nucleus, smallest set with this much probability (1: off)")
+                 "AR and Dream sampling: nucleus, smallest set with this much probability (1: "
+                 "off; Dream: off unless given)")
       ->check(CLI::Range(1e-9, 1.0))
       ->capture_default_str()
       ->group(g);

@@ -1,6 +1,7 @@
 // Autoregressive generation flags (llama.cpp's names: --n-predict, --top-k, --top-p, --min-p,
 // --repeat-penalty, --draft-model, --draft-max, ...). --temperature and --seed are shared with the
-// diffusion flags (DiffusionArgs).
+// diffusion flags (DiffusionArgs). --top-k and --top-p also apply to Dream models (off there
+// unless given; tools/cli/generate_dream.cc).
 #ifndef UNMASK_TOOLS_COMMON_AR_ARGS_H_
 #define UNMASK_TOOLS_COMMON_AR_ARGS_H_
 

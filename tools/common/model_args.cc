@@ -98,6 +98,72 @@ void DiffusionArgs::AddTo(CLI::App& app) {
   app.add_option("-s,--seed", params.seed, "random seed (temperature > 0, random remasking)")
       ->check(Unsigned64())
       ->capture_default_str();
+
+  const char* group = "Fast diffusion decoding (defaults: the exact reference)";
+  app.add_option("--cache", cache,
+                 "K/V cache across steps: none (every step a full forward; exact), prefix "
+                 "(Fast-dLLM: steps feed the block and all after it), dual (Fast-dLLM: steps feed "
+                 "only the block), vicinity (dInfer: the block plus --prefix-look/--after-look "
+                 "positions around it). Cached modes refresh every K/V once per block")
+      ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}))
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--prefix-look", params.prefix_look,
+                 "vicinity cache: positions before the block recomputed each step")
+      ->check(IntegerIn(0, kMaxLength))
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--after-look", params.after_look,
+                 "vicinity cache: positions after the block recomputed each step")
+      ->check(IntegerIn(0, kMaxLength))
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--commit", commit,
+                 "which masked tokens a step commits: fixed (LLaDA schedule, --steps), threshold "
+                 "(top-1 + all with confidence >= --threshold; Fast-dLLM), factor (Fast-dLLM "
+                 "factor rule, --factor), hierarchy (dInfer: best of each masked run above "
+                 "--low-threshold + all above --threshold), credit (dInfer credit decoding: "
+                 "threshold on credit-fused logits). Rules other than fixed run each block until "
+                 "it is full and ignore --steps [default: fixed, or implied by --threshold, "
+                 "--factor, --low-threshold]")
+      ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}))
+      ->group(group);
+  threshold_option = app.add_option("--threshold", params.threshold,
+                                    "confidence threshold tau in (0, 1] (threshold, hierarchy, "
+                                    "credit); Fast-dLLM's default 0.9")
+                         ->check(CLI::Range(1e-9, 1.0))
+                         ->capture_default_str()
+                         ->group(group);
+  factor_option = app.add_option("--factor", params.factor,
+                                 "factor rule: commit the largest n with (n + 1)(1 - c_n) <= "
+                                 "factor over the sorted confidences c")
+                      ->check(FiniteAtLeast(1e-9))
+                      ->capture_default_str()
+                      ->group(group);
+  low_threshold_option =
+      app.add_option("--low-threshold", params.low_threshold,
+                     "hierarchy rule: a masked run's best token needs confidence above this")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str()
+          ->group(group);
+  app.add_option("--credit-alpha", params.credit_alpha,
+                 "credit rule: fused logits = logits + alpha * log(1 + credit)")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--credit-beta", params.credit_beta, "credit rule: credit decay per step")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--credit-gamma", params.credit_gamma,
+                 "credit rule: credit gained = p_top1 ^ gamma")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str()
+      ->group(group);
+  app.add_flag("--early-stop", params.early_stop,
+               "stop after the first finished block that contains EOS; the rest of the canvas "
+               "becomes EOS (dInfer)")
+      ->group(group);
 }
 
 StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
@@ -105,6 +171,31 @@ StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   const auto r = RemaskingFromName(remasking);
   if (!r) return InvalidArgumentError("unknown --remasking '" + remasking + "'");
   p.remasking = *r;
+  const auto c = CacheModeFromName(cache);
+  if (!c) return InvalidArgumentError("unknown --cache '" + cache + "'");
+  p.cache = *c;
+  auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  std::string rule = commit;
+  if (rule.empty()) {
+    rule = given(low_threshold_option) ? "hierarchy"
+           : given(factor_option)      ? "factor"
+           : given(threshold_option)   ? "threshold"
+                                       : "fixed";
+  }
+  const auto cr = CommitRuleFromName(rule);
+  if (!cr) return InvalidArgumentError("unknown --commit '" + rule + "'");
+  p.commit = *cr;
+  const bool uses_threshold = p.commit == CommitRule::kThreshold ||
+                              p.commit == CommitRule::kHierarchy || p.commit == CommitRule::kCredit;
+  if (given(threshold_option) && !uses_threshold) {
+    return InvalidArgumentError("--threshold does not apply to --commit " + rule);
+  }
+  if (given(factor_option) && p.commit != CommitRule::kFactor) {
+    return InvalidArgumentError("--factor does not apply to --commit " + rule);
+  }
+  if (given(low_threshold_option) && p.commit != CommitRule::kHierarchy) {
+    return InvalidArgumentError("--low-threshold does not apply to --commit " + rule);
+  }
   return p;
 }
 

@@ -38,9 +38,16 @@ struct ModelArgs {
 struct DiffusionArgs {
   DiffusionParams params;
   std::string remasking = "low_confidence";
+  std::string cache = "none";
+  std::string commit;  // "" = fixed, or implied by --threshold / --factor / --low-threshold
+  CLI::Option* threshold_option = nullptr;
+  CLI::Option* factor_option = nullptr;
+  CLI::Option* low_threshold_option = nullptr;
 
   void AddTo(CLI::App& app);
-  // params with the remasking name resolved. InvalidArgument for an unknown name.
+  // params with the remasking, cache and commit names resolved (--threshold alone implies
+  // --commit threshold, --factor factor, --low-threshold hierarchy). InvalidArgument for an
+  // unknown name, or for parameters of a rule other than the chosen one.
   StatusOr<DiffusionParams> Resolve() const;
 };
 
