@@ -146,14 +146,17 @@ const BatchPlan& DiffusionDecoder::Plan() {
         break;
     }
   }
+  // Rows ascending and unique: with shifted logits positions 0 and 1 both read row 0 (only
+  // possible when the prompt starts with a mask token).
   logit_rows_.clear();
+  row_slot_.clear();
   for (int32_t p : rows_) {
-    const int64_t source = shift_ ? std::max<int64_t>(p - 1, 0) : p;
-    logit_rows_.push_back(static_cast<int32_t>(source - lo));
+    const int32_t row = static_cast<int32_t>((shift_ ? std::max<int64_t>(p - 1, 0) : p) - lo);
+    if (logit_rows_.empty() || logit_rows_.back() != row) logit_rows_.push_back(row);
+    row_slot_.push_back(static_cast<int32_t>(logit_rows_.size() - 1));
   }
-  const std::span<const int32_t> tokens =
-      std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(lo),
-                                                static_cast<size_t>(hi - lo));
+  const std::span<const int32_t> tokens = std::span<const int32_t>(canvas_).subspan(
+      static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
   plan_.sequences.clear();
   SequenceInput seq{tokens, static_cast<int32_t>(lo), logit_rows_};
   if (cached) {
@@ -170,7 +173,8 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
   if (Done()) return FailedPreconditionError("Update called after the last step");
   if (!planned_) return FailedPreconditionError("Update called without Plan() for this step");
   const int64_t num_rows = static_cast<int64_t>(rows_.size());
-  const int64_t expected_rows = num_rows * (params_.cfg_scale > 0 ? 2 : 1);
+  const int64_t num_logit_rows = static_cast<int64_t>(logit_rows_.size());
+  const int64_t expected_rows = num_logit_rows * (params_.cfg_scale > 0 ? 2 : 1);
   if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != expected_rows ||
       logits.shape[1] != vocab_size_) {
     return InvalidArgumentError("logits must be f32 [" + std::to_string(expected_rows) + ", " +
@@ -183,7 +187,7 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
   const double temperature = params_.temperature;
   const double cfg = params_.cfg_scale;
   const float* cond = logits.as<float>();
-  const float* uncond = cond + num_rows * vocab_size_;
+  const float* uncond = cond + num_logit_rows * vocab_size_;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Ids removed from the confidence softmax by confidence_eos_eot_inf (see header).
   std::vector<int32_t> excluded;
@@ -202,11 +206,12 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
   // not depend on how rows are split across threads.
   ParallelFor(num_rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const float* row = cond + r * vocab_size_;
+      const int64_t slot = row_slot_[static_cast<size_t>(r)];
+      const float* row = cond + slot * vocab_size_;
       const std::span<float> out(combined_.data() + r * vocab_size_,
                                  static_cast<size_t>(vocab_size_));
       if (cfg > 0) {
-        const float* un = uncond + r * vocab_size_;
+        const float* un = uncond + slot * vocab_size_;
         for (int64_t v = 0; v < vocab_size_; ++v) {
           out[static_cast<size_t>(v)] =
               static_cast<float>(un[v] + (cfg + 1.0) * (double{row[v]} - un[v]));
@@ -215,6 +220,10 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
         std::copy_n(row, vocab_size_, out.begin());
       }
       if (params_.logits_eos_inf) out[static_cast<size_t>(ids_.eos)] = neg_inf;
+      // Dynamic rules run a block until it has no mask left: the mask id itself is never a
+      // candidate (dInfer's rm_mask), or a block could never finish. The fixed schedule keeps the
+      // reference's behaviour (a committed mask id stays masked).
+      if (params_.commit != CommitRule::kFixed) out[static_cast<size_t>(ids_.mask)] = neg_inf;
       const uint32_t pos = static_cast<uint32_t>(rows_[static_cast<size_t>(r)]);
       if (credit_ && int64_t{pos} >= block_begin) credit_->Fuse(int64_t{pos} - block_begin, out);
       const int32_t token =

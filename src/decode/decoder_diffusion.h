@@ -20,7 +20,8 @@
 //
 // Accelerations (DiffusionParams):
 // - commit rule other than fixed (decode/commit_rules.h): a block runs until it has no mask left,
-//   each step committing what the rule selects (at least the top-1).
+//   each step committing what the rule selects (at least the top-1); the mask id is never chosen
+//   as a token (dInfer's rm_mask), so every step fills at least one position.
 // - cache (Fast-dLLM prefix/dual cache, dInfer vicinity refresh; ALGORITHMS.md §3.1, §4.3): the
 //   first step of every block is a full forward that writes the K/V of every position into the
 //   KV cache (sequence kv_seq()); later steps of the block feed
@@ -129,13 +130,14 @@ class DiffusionDecoder {
   std::vector<int32_t> uncond_;    // CFG: canvas with prompt positions masked
   std::vector<int64_t> schedule_;  // transfer counts of the current block (fixed rule)
   std::optional<CreditTracker> credit_;
-  int64_t step_ = 0;               // global step (forwards so far)
-  int64_t block_ = 0;              // current block
+  int64_t step_ = 0;   // global step (forwards so far)
+  int64_t block_ = 0;  // current block
   int64_t step_in_block_ = 0;
   bool done_ = false;
   int32_t kv_seq_ = 0;
   std::vector<int32_t> rows_;        // canvas positions decoded this step (ascending)
-  std::vector<int32_t> logit_rows_;  // rows of the fed tokens giving their logits
+  std::vector<int32_t> logit_rows_;  // rows of the fed tokens giving logits (ascending, unique)
+  std::vector<int32_t> row_slot_;    // [rows_.size()]: index into logit_rows_ of each position
   BatchPlan plan_;
   bool planned_ = false;         // Plan() was called for the current step
   bool full_forward_ = true;     // the planned forward feeds the whole canvas

@@ -19,7 +19,8 @@ using V = std::vector<int32_t>;
 
 // Logits for the planned rows from fn(canvas position decoded by the row) -> row. The canvas
 // position is pos0 + row (+1 for shifted logits, whose row p - 1 predicts p).
-Tensor MakeLogits(const BatchPlan& plan, bool shift, const std::function<std::vector<float>(int)>& fn) {
+Tensor MakeLogits(const BatchPlan& plan, bool shift,
+                  const std::function<std::vector<float>(int)>& fn) {
   Tensor t(DType::kF32, {std::max<int64_t>(plan.num_logit_rows(), 1), kVocab});
   int64_t r = 0;
   for (const SequenceInput& seq : plan.sequences) {
@@ -85,7 +86,8 @@ struct Fed {
 };
 Fed Planned(DiffusionDecoder& d) {
   const SequenceInput& s = d.Plan().sequences.at(0);
-  return {s.pos0, s.tokens.size(), s.kv_replace, s.kv_seq, V(s.logit_rows.begin(), s.logit_rows.end())};
+  return {s.pos0, s.tokens.size(), s.kv_replace, s.kv_seq,
+          V(s.logit_rows.begin(), s.logit_rows.end())};
 }
 
 TEST(FastDecoderTest, NoCacheFeedsTheWholeCanvasEveryStep) {
@@ -144,7 +146,7 @@ TEST(FastDecoderTest, VicinityFeedsAWindowAroundTheBlockClippedToTheCanvas) {
   EXPECT_EQ(f.pos0, 1);
   EXPECT_EQ(f.n, 7u);
   EXPECT_TRUE(f.replace);
-  EXPECT_EQ(f.logit_rows, (V{3, 4, 5}));  // positions 4, 5, 6
+  EXPECT_EQ(f.logit_rows, (V{3, 4, 5}));              // positions 4, 5, 6
   Step(d, [](int p) { return Peak(p % 10, 9.0f); });  // finish block 0
   Step(d, OneConfident(7));                           // block 1 refresh step
   f = Planned(d);                                     // [7 - 2, 11 + 1) clipped to [5, 11)
@@ -211,7 +213,8 @@ TEST(FastDecoderTest, EarlyStopFillsEverythingAfterAFinishedBlockWithEos) {
   DiffusionDecoder d = Make(p, {1, 2, 3});
   // Block 0 gets EOS at position 5; the others are ordinary tokens.
   DiffusionStepResult r;
-  Step(d, [](int pos) { return Peak(pos == 5 ? kEos : pos % 10, 9.0f); }, false, &r);
+  Step(
+      d, [](int pos) { return Peak(pos == 5 ? kEos : pos % 10, 9.0f); }, false, &r);
   EXPECT_TRUE(d.Done());
   EXPECT_TRUE(r.early_stopped);
   EXPECT_EQ(d.nfe(), 1);
@@ -222,6 +225,38 @@ TEST(FastDecoderTest, EarlyStopFillsEverythingAfterAFinishedBlockWithEos) {
   DiffusionDecoder e = Make(p, {1, 2, 3});
   Step(e, [](int pos) { return Peak(pos == 5 ? kEos : pos % 10, 9.0f); });
   EXPECT_FALSE(e.Done());
+}
+
+TEST(FastDecoderTest, DynamicRulesNeverCommitTheMaskId) {
+  // The model "predicts" the mask token everywhere with the highest logit: a dynamic rule that
+  // committed it would never finish the block (the position stays masked).
+  for (CommitRule rule :
+       {CommitRule::kThreshold, CommitRule::kFactor, CommitRule::kHierarchy, CommitRule::kCredit}) {
+    DiffusionDecoder d = Make(Params(CacheMode::kNone, rule), {1, 2, 3});
+    int steps = 0;
+    while (!d.Done() && steps < 20) {
+      Step(d, [](int p) {
+        std::vector<float> row = Peak(p % 10, 2.0f);
+        row[kMask] = 9.0f;
+        return row;
+      });
+      ++steps;
+    }
+    EXPECT_TRUE(d.Done()) << CommitRuleName(rule);
+    EXPECT_EQ(d.num_masked(), 0) << CommitRuleName(rule);
+  }
+}
+
+TEST(FastDecoderTest, ShiftedRowsStayUniqueWhenThePromptStartsWithAMask) {
+  // Positions 0 and 1 both read row 0 with shifted logits.
+  DiffusionParams p = Params(CacheMode::kNone, CommitRule::kFixed);
+  p.steps = 8;
+  DiffusionDecoder d = Make(p, {kMask}, true);
+  const Fed f = Planned(d);
+  EXPECT_EQ(f.logit_rows, (V{0, 1, 2, 3}));  // positions 0..4 read rows 0, 0, 1, 2, 3
+  Step(
+      d, [](int) { return Peak(4, 9.0f); }, true);
+  EXPECT_EQ(d.step(), 1);
 }
 
 TEST(FastDecoderTest, KvSequenceIsTheCallers) {

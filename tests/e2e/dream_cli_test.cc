@@ -99,6 +99,21 @@ TEST(DreamCliTest, BlockDecoderFlagsSelectTheBlockDecoderWithShiftedLogits) {
   }
 }
 
+TEST(DreamCliTest, DynamicRulesFinishAndPromptMasksAreHandled) {
+  const std::string dream = testing::TestDataPath("models/dream-tiny-gqa2-f32.gguf");
+  // These ran forever when the random model's argmax was the mask id (now never a candidate).
+  for (const char* flags :
+       {"-p hi -n 32 --commit credit", "-p hi -n 32 --factor 0.5",
+        "-p hi -n 32 --block-length 32 --threshold 0.9",
+        // A prompt starting with the mask token (shifted rows 0 and 1 coincide).
+        "--prompt-ids 383 -n 8 --steps 8 --block-length 8",
+        "--prompt-ids 383,383 -n 8 --block-length 8 --factor 1"}) {
+    const auto r = RunUnmask("generate -m " + dream + " -t 1 --json " + std::string(flags));
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    EXPECT_FALSE(nlohmann::json::parse(r.out).at("output_ids").empty()) << flags;
+  }
+}
+
 TEST(DreamCliTest, BadFlagsAreOneLineErrors) {
   const std::string dream = testing::TestDataPath("models/dream-tiny-gqa2-f32.gguf");
   const std::string llada = testing::TestDataPath("models/llada-tiny-mha-tied-f32.gguf");
@@ -109,6 +124,7 @@ TEST(DreamCliTest, BadFlagsAreOneLineErrors) {
   for (const Case& c : std::vector<Case>{
            {"-m " + dream + " -p Hi --block-length 8 --alg entropy", "--alg"},
            {"-m " + dream + " -p Hi --cache dual --top-k 5", "--top-k"},
+           {"-m " + dream + " -p Hi --visual", "--visual"},
            {"-m " + dream + " -p Hi --cfg-scale 1 --cache dual --block-length 8", "cfg_scale"},
            {"-m " + dream + " -p Hi --remasking random --eps 0.1", "--eps"},
            {"-m " + dream + " -p Hi --eps 0", "eps"},

@@ -55,18 +55,19 @@ TEST(FastDiffusionCliTest, InapplicableOrInvalidFlagsAreRefused) {
     int code;
     std::string mention;
   };
-  for (const Bad& b : {Bad{"--cache sideways", 2, "--cache"},
-                       Bad{"--commit maybe", 2, "--commit"},
-                       Bad{"--threshold 0", 2, "--threshold"},
-                       Bad{"--threshold 1.5", 2, "--threshold"},
-                       Bad{"--factor -1", 2, "--factor"},
-                       Bad{"--low-threshold 2", 2, "--low-threshold"},
-                       Bad{"--prefix-look -3", 2, "--prefix-look"},
-                       Bad{"--commit factor --threshold 0.5", 1, "--threshold"},
-                       Bad{"--commit threshold --factor 2", 1, "--factor"},
-                       Bad{"--threshold 0.5 --low-threshold 0.2 --commit threshold", 1,
-                           "--low-threshold"},
-                       Bad{"--cache dual --cfg-scale 1 --steps 32", 1, "cfg_scale"}}) {
+  for (const Bad& b :
+       {Bad{"--cache sideways", 2, "--cache"}, Bad{"--commit maybe", 2, "--commit"},
+        Bad{"--threshold 0", 2, "--threshold"}, Bad{"--threshold 1.5", 2, "--threshold"},
+        Bad{"--factor -1", 2, "--factor"}, Bad{"--low-threshold 2", 2, "--low-threshold"},
+        Bad{"--prefix-look -3", 2, "--prefix-look"},
+        Bad{"--commit factor --threshold 0.5", 1, "--threshold"},
+        Bad{"--commit threshold --factor 2", 1, "--factor"},
+        Bad{"--threshold 0.5 --low-threshold 0.2 --commit threshold", 1, "--low-threshold"},
+        Bad{"--cache dual --cfg-scale 1 --steps 32", 1, "cfg_scale"},
+        Bad{"--credit-alpha 5 --steps 32", 1, "--credit-alpha"},
+        Bad{"--commit threshold --credit-beta 0.1", 1, "--credit-beta"},
+        Bad{"--cache dual --prefix-look 5", 1, "--prefix-look"},
+        Bad{"--after-look 3 --steps 32", 1, "--after-look"}}) {
     const testing::CliResult r = testing::RunUnmask(
         "generate -m " + Twin() + " --prompt-ids 0,5,6 -n 32 --block-length 32 " + b.flags);
     EXPECT_EQ(r.exit_code, b.code) << b.flags << ": " << r.err;
@@ -74,9 +75,9 @@ TEST(FastDiffusionCliTest, InapplicableOrInvalidFlagsAreRefused) {
     EXPECT_TRUE(r.out.empty()) << b.flags;
   }
   // Diffusion-only flags on an autoregressive model are refused by name.
-  const testing::CliResult r = testing::RunUnmask(
-      "generate -m " + testing::SourceDir() + "/models/unmask-tinystories-ar.gguf -p hi " +
-      "--cache dual");
+  const testing::CliResult r =
+      testing::RunUnmask("generate -m " + testing::SourceDir() +
+                         "/models/unmask-tinystories-ar.gguf -p hi " + "--cache dual");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--cache"), std::string::npos) << r.err;
 }

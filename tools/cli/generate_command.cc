@@ -266,6 +266,9 @@ int GenerateCommand::Run() const {
                             {"low_threshold", params.low_threshold},
                             {"prefix_look", params.prefix_look},
                             {"after_look", params.after_look},
+                            {"credit_alpha", params.credit_alpha},
+                            {"credit_beta", params.credit_beta},
+                            {"credit_gamma", params.credit_gamma},
                             {"early_stop", params.early_stop},
                             {"shift_logits", m.config().shift_logits},
                             {"chat", used_chat}};

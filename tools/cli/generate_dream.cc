@@ -38,7 +38,6 @@ constexpr const char* kBlockDecoderOnly[] = {"--block-length",
                                              "--cfg-scale",
                                              "--logits-eos-inf",
                                              "--confidence-eos-eot-inf",
-                                             "--visual",
                                              "--cache",
                                              "--prefix-look",
                                              "--after-look",
@@ -74,7 +73,15 @@ Status CheckDreamFlags(const GenerateCommand& cmd, bool is_dream, const std::str
     }
     return Status::Ok();
   }
-  if (is_dream) return Status::Ok();
+  if (is_dream) {
+    // The live canvas is drawn from the block decoder's state only.
+    if (Given(cmd, "--visual")) {
+      return InvalidArgumentError(
+          "--visual is not available with Dream's reference sampler (give a block-decoder flag "
+          "such as --block-length to use the block decoder)");
+    }
+    return Status::Ok();
+  }
   for (const char* name : {"--alg", "--eps", "--alg-temp"}) {
     if (Given(cmd, name)) {
       return InvalidArgumentError(std::string(name) + " applies to Dream models; " + path +

@@ -21,10 +21,13 @@ int main(int argc, char** argv) {
   CLI::App* gen = app.add_subcommand(
       "generate",
       "generate text; the decoder follows the model: diffusion (llada: the LLaDA reference "
-      "algorithm, exact) or autoregressive (llama: KV cache, sampling chain, speculative "
-      "decoding)\n"
+      "algorithm, exact by default, with Fast-dLLM/dInfer caches and commit rules as options; "
+      "dream: Dream's reference sampler, or the block decoder when a block-decoder flag such as "
+      "--block-length or --cache is given) or autoregressive (llama: KV cache, sampling chain, "
+      "speculative decoding)\n"
       "examples: unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
       "--steps 64 --block-length 32\n"
+      "          unmask generate -p \"Once upon a time\" --cache dual --threshold 0.9\n"
       "          unmask generate -m ar.gguf -p \"Hello\" -n 64 --spec lookup");
   generate.AddTo(*gen);
 

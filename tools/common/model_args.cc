@@ -108,16 +108,18 @@ void DiffusionArgs::AddTo(CLI::App& app) {
       ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}))
       ->capture_default_str()
       ->group(group);
-  app.add_option("--prefix-look", params.prefix_look,
-                 "vicinity cache: positions before the block recomputed each step")
-      ->check(IntegerIn(0, kMaxLength))
-      ->capture_default_str()
-      ->group(group);
-  app.add_option("--after-look", params.after_look,
-                 "vicinity cache: positions after the block recomputed each step")
-      ->check(IntegerIn(0, kMaxLength))
-      ->capture_default_str()
-      ->group(group);
+  look_options.push_back(
+      app.add_option("--prefix-look", params.prefix_look,
+                     "vicinity cache: positions before the block recomputed each step")
+          ->check(IntegerIn(0, kMaxLength))
+          ->capture_default_str()
+          ->group(group));
+  look_options.push_back(
+      app.add_option("--after-look", params.after_look,
+                     "vicinity cache: positions after the block recomputed each step")
+          ->check(IntegerIn(0, kMaxLength))
+          ->capture_default_str()
+          ->group(group));
   app.add_option("--commit", commit,
                  "which masked tokens a step commits: fixed (LLaDA schedule, --steps), threshold "
                  "(top-1 + all with confidence >= --threshold; Fast-dLLM), factor (Fast-dLLM "
@@ -146,20 +148,22 @@ void DiffusionArgs::AddTo(CLI::App& app) {
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str()
           ->group(group);
-  app.add_option("--credit-alpha", params.credit_alpha,
-                 "credit rule: fused logits = logits + alpha * log(1 + credit)")
-      ->check(FiniteAtLeast(0))
-      ->capture_default_str()
-      ->group(group);
-  app.add_option("--credit-beta", params.credit_beta, "credit rule: credit decay per step")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str()
-      ->group(group);
-  app.add_option("--credit-gamma", params.credit_gamma,
-                 "credit rule: credit gained = p_top1 ^ gamma")
-      ->check(FiniteAtLeast(0))
-      ->capture_default_str()
-      ->group(group);
+  credit_options.push_back(
+      app.add_option("--credit-alpha", params.credit_alpha,
+                     "credit rule: fused logits = logits + alpha * log(1 + credit)")
+          ->check(FiniteAtLeast(0))
+          ->capture_default_str()
+          ->group(group));
+  credit_options.push_back(
+      app.add_option("--credit-beta", params.credit_beta, "credit rule: credit decay per step")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str()
+          ->group(group));
+  credit_options.push_back(app.add_option("--credit-gamma", params.credit_gamma,
+                                          "credit rule: credit gained = p_top1 ^ gamma")
+                               ->check(FiniteAtLeast(0))
+                               ->capture_default_str()
+                               ->group(group));
   app.add_flag("--early-stop", params.early_stop,
                "stop after the first finished block that contains EOS; the rest of the canvas "
                "becomes EOS (dInfer)")
@@ -195,6 +199,17 @@ StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   }
   if (given(low_threshold_option) && p.commit != CommitRule::kHierarchy) {
     return InvalidArgumentError("--low-threshold does not apply to --commit " + rule);
+  }
+  for (const CLI::Option* o : credit_options) {
+    if (given(o) && p.commit != CommitRule::kCredit) {
+      return InvalidArgumentError(o->get_name() + " does not apply to --commit " + rule);
+    }
+  }
+  for (const CLI::Option* o : look_options) {
+    if (given(o) && p.cache != CacheMode::kVicinity) {
+      return InvalidArgumentError(o->get_name() + " applies to --cache vicinity, not --cache " +
+                                  cache);
+    }
   }
   return p;
 }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "decode/diffusion_params.h"
@@ -43,6 +44,8 @@ struct DiffusionArgs {
   CLI::Option* threshold_option = nullptr;
   CLI::Option* factor_option = nullptr;
   CLI::Option* low_threshold_option = nullptr;
+  std::vector<CLI::Option*> credit_options;  // --credit-alpha/beta/gamma
+  std::vector<CLI::Option*> look_options;    // --prefix-look/--after-look
 
   void AddTo(CLI::App& app);
   // params with the remasking, cache and commit names resolved (--threshold alone implies
