@@ -91,8 +91,8 @@ void CreditTracker::Fuse(int64_t offset, std::span<float> logits) {
   const int32_t top = ArgMax(logits);
   const double p_top = SoftmaxProbability(logits, top, {});
   const double gain = std::pow(p_top, gamma_);
-  auto it = std::find_if(entries.begin(), entries.end(),
-                         [&](const auto& e) { return e.first == top; });
+  auto it =
+      std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == top; });
   if (it == entries.end()) {
     entries.emplace_back(top, gain);
   } else {

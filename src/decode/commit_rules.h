@@ -41,7 +41,8 @@ std::vector<int32_t> SelectHierarchy(std::span<const double> conf,
 // position only holds the tokens that were ever its top-1.
 class CreditTracker {
  public:
-  CreditTracker(double alpha, double beta, double gamma) : alpha_(alpha), beta_(beta), gamma_(gamma) {}
+  CreditTracker(double alpha, double beta, double gamma)
+      : alpha_(alpha), beta_(beta), gamma_(gamma) {}
   // Starts a block of `block_length` positions (all credit dropped).
   void StartBlock(int64_t block_length);
   // Call once per step before Fuse: applies the decay (from the block's second step on).
@@ -54,7 +55,7 @@ class CreditTracker {
 
  private:
   double alpha_, beta_, gamma_;
-  int64_t steps_ = 0;  // steps started in this block
+  int64_t steps_ = 0;                                            // steps started in this block
   std::vector<std::vector<std::pair<int32_t, double>>> credit_;  // [block offset] -> (token, C)
 };
 

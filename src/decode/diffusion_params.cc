@@ -30,7 +30,8 @@ std::string_view CacheModeName(CacheMode c) {
 }
 
 std::optional<CacheMode> CacheModeFromName(std::string_view name) {
-  for (CacheMode c : {CacheMode::kNone, CacheMode::kPrefix, CacheMode::kDual, CacheMode::kVicinity}) {
+  for (CacheMode c :
+       {CacheMode::kNone, CacheMode::kPrefix, CacheMode::kDual, CacheMode::kVicinity}) {
     if (CacheModeName(c) == name) return c;
   }
   return std::nullopt;

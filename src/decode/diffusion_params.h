@@ -57,16 +57,16 @@ struct DiffusionParams {
   // Acceleration (defaults: the exact reference). With a rule other than kFixed a block takes as
   // many steps as it needs (at least one token per step) and `steps` is not used.
   CacheMode cache = CacheMode::kNone;
-  int64_t prefix_look = 16;   // vicinity: positions before the block recomputed each step
-  int64_t after_look = 16;    // vicinity: positions after the block recomputed each step
+  int64_t prefix_look = 16;  // vicinity: positions before the block recomputed each step
+  int64_t after_look = 16;   // vicinity: positions after the block recomputed each step
   CommitRule commit = CommitRule::kFixed;
-  double threshold = 0.9;     // threshold / hierarchy / credit: commit confidence >= threshold
-  double factor = 1.0;        // factor rule (Fast-dLLM; their eval scripts use 1.0)
-  double low_threshold = 0.6; // hierarchy: a run's best position needs > low_threshold (dInfer
-                              // serving default 0.6)
-  double credit_alpha = 0.7;  // credit: fused = logits + alpha * log(1 + credit) (dInfer defaults)
-  double credit_beta = 0.8;   // credit: decay per step
-  double credit_gamma = 0.2;  // credit: added credit = p_top1^gamma
+  double threshold = 0.9;      // threshold / hierarchy / credit: commit confidence >= threshold
+  double factor = 1.0;         // factor rule (Fast-dLLM; their eval scripts use 1.0)
+  double low_threshold = 0.6;  // hierarchy: a run's best position needs > low_threshold (dInfer
+                               // serving default 0.6)
+  double credit_alpha = 0.7;   // credit: fused = logits + alpha * log(1 + credit) (dInfer defaults)
+  double credit_beta = 0.8;    // credit: decay per step
+  double credit_gamma = 0.2;   // credit: added credit = p_top1^gamma
   // dInfer early stop: when a finished block contains EOS (or EOT), every later position becomes
   // EOS and generation ends.
   bool early_stop = false;

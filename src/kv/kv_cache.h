@@ -9,10 +9,10 @@
 // and makes room; the model then writes the new rows layer by layer (Keys/Values) and attends over
 // rows [0, pos0 + n).
 //
-// Replace (diffusion dual cache / vicinity refresh, Fast-dLLM and dInfer; ALGORITHMS.md §3.1, §4.3):
-// PlanReplace(seq, pos0, n) keeps every cached row; the model overwrites rows [pos0, pos0 + n) in
-// place and attends over all `length` rows, so positions outside the window keep their (possibly
-// stale) keys and values.
+// Replace (diffusion dual cache / vicinity refresh, Fast-dLLM and dInfer; ALGORITHMS.md §3.1,
+// §4.3): PlanReplace(seq, pos0, n) keeps every cached row; the model overwrites rows [pos0, pos0 +
+// n) in place and attends over all `length` rows, so positions outside the window keep their
+// (possibly stale) keys and values.
 //
 // Storage: f32, [capacity, num_kv_heads * head_dim] per (sequence, layer) for K and V, grown
 // geometrically up to max_positions (no memory is taken for positions never fed).

@@ -1,10 +1,11 @@
-// Cached forwards of a bidirectional model (the diffusion twin, models/unmask-tinystories-llada.gguf)
-// for the Fast-dLLM / dInfer cache modes: with an unchanged canvas, a prefix-cached or in-place
-// (kv_replace) forward of part of the canvas gives the logits of the full forward; an in-place
-// forward rewrites exactly the fed rows of the cache and leaves every other row as it was; and
-// the fed rows' first-layer keys equal those of a full forward of the new canvas (layer 0 sees
-// only the tokens), while later layers see the stale rows. Tolerance as kv_forward_test.cc:
-// 2e-4 absolute + relative (same f32 math, GEMMs of different M block their sums differently).
+// Cached forwards of a bidirectional model (the diffusion twin,
+// models/unmask-tinystories-llada.gguf) for the Fast-dLLM / dInfer cache modes: with an unchanged
+// canvas, a prefix-cached or in-place (kv_replace) forward of part of the canvas gives the logits
+// of the full forward; an in-place forward rewrites exactly the fed rows of the cache and leaves
+// every other row as it was; and the fed rows' first-layer keys equal those of a full forward of
+// the new canvas (layer 0 sees only the tokens), while later layers see the stale rows. Tolerance
+// as kv_forward_test.cc: 2e-4 absolute + relative (same f32 math, GEMMs of different M block their
+// sums differently).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,8 +33,9 @@ class DiffusionCacheForwardTest : public ::testing::Test {
     for (int i = 0; i < 16; ++i) canvas_.push_back(mask);
   }
   // Runs one sequence and returns logits of `rows` (indices into tokens).
-  std::vector<float> Run(std::span<const int32_t> tokens, int32_t pos0, const std::vector<int32_t>& rows,
-                         KvCache* kv, bool replace, Status* status = nullptr) {
+  std::vector<float> Run(std::span<const int32_t> tokens, int32_t pos0,
+                         const std::vector<int32_t>& rows, KvCache* kv, bool replace,
+                         Status* status = nullptr) {
     BatchPlan plan;
     SequenceInput s{tokens, pos0, rows};
     s.kv_seq = kv != nullptr ? 0 : -1;
@@ -109,7 +111,8 @@ TEST_F(DiffusionCacheForwardTest, InPlaceForwardRewritesOnlyTheFedRows) {
     for (int64_t p = 0; p < L(); ++p) {
       const bool inside = p >= s && p < e;
       bool same = true;
-      for (int64_t j = 0; j < kv_dim; ++j) same &= after[p * kv_dim + j] == before[l][p * kv_dim + j];
+      for (int64_t j = 0; j < kv_dim; ++j)
+        same &= after[p * kv_dim + j] == before[l][p * kv_dim + j];
       if (!inside) {
         EXPECT_TRUE(same) << "layer " << l << " position " << p << " was rewritten";
       }
