@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential g++ cmake ninja-build pkg-config git
           libdnnl-dev libopenblas-dev libpcre2-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev
-          python3 python3-venv python3-pip python3-torch)
+          python3 python3-venv python3-pip python3-torch
+          chromium chromium-driver)
 
 missing=()
 for p in "${packages[@]}"; do

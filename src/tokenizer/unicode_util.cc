@@ -117,4 +117,18 @@ int UnicodeToByte(uint32_t cp) {
   return cp < byte_of.size() ? byte_of[cp] : -1;
 }
 
+size_t IncompleteUtf8Tail(std::string_view text) {
+  const size_t n = text.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(text[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead byte
+    const size_t need = (c & 0xE0) == 0xC0   ? 2
+                        : (c & 0xF0) == 0xE0 ? 3
+                        : (c & 0xF8) == 0xF0 ? 4
+                                             : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
 }  // namespace unmask::unicode

@@ -1,4 +1,4 @@
-// UTF-8 and GPT-2 byte-level helpers shared by the tokenizers (internal to src/tokenizer/).
+// UTF-8 and GPT-2 byte-level helpers shared by the tokenizers (and by streaming text output).
 #ifndef UNMASK_TOKENIZER_UNICODE_UTIL_H_
 #define UNMASK_TOKENIZER_UNICODE_UTIL_H_
 
@@ -36,6 +36,10 @@ std::string Sanitize(std::string_view text);
 const std::string& ByteToUnicode(uint8_t b);
 // Inverse of ByteToUnicode on code points: the byte, or -1 when `cp` is not a stand-in.
 int UnicodeToByte(uint32_t cp);
+
+// Bytes at the end of `text` that form an incomplete UTF-8 sequence (0-3): what a streaming writer
+// holds back until the next token completes the character.
+size_t IncompleteUtf8Tail(std::string_view text);
 
 }  // namespace unmask::unicode
 

@@ -16,6 +16,7 @@
 #include "decode/drafter.h"
 #include "engine/generate_ar.h"
 #include "sampling/stop_strings.h"
+#include "tokenizer/unicode_util.h"
 
 namespace unmask::tools {
 namespace {
@@ -23,21 +24,6 @@ namespace {
 int Fail(const Status& s) {
   PrintError("unmask generate", s.message());
   return 1;
-}
-
-// Bytes at the end of `text` that form an incomplete UTF-8 sequence (held back when streaming).
-size_t IncompleteUtf8Tail(const std::string& text) {
-  const size_t n = text.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    const unsigned char c = static_cast<unsigned char>(text[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead byte
-    const size_t need = (c & 0xE0) == 0xC0   ? 2
-                        : (c & 0xF0) == 0xE0 ? 3
-                        : (c & 0xF8) == 0xF0 ? 4
-                                             : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
 }
 
 // The drafter's model and tokenizer must agree with the target's on every token.
@@ -155,7 +141,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     if (!cmd.json) {
       size_t end = text.size();
       if (!stopped_by_string && !d.Done()) {
-        end -= std::max(PartialStopSuffix(text, cmd.ar.stop), IncompleteUtf8Tail(text));
+        end -= std::max(PartialStopSuffix(text, cmd.ar.stop), unicode::IncompleteUtf8Tail(text));
       }
       if (end > printed) {
         std::fwrite(text.data() + printed, 1, end - printed, stdout);

@@ -7,6 +7,7 @@
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
 #include "cli/tokenize_command.h"
+#include "server/serve_command.h"
 #include "common/cli_util.h"
 
 int main(int argc, char** argv) {
@@ -59,6 +60,16 @@ int main(int argc, char** argv) {
       "-o stories260K.gguf");
   convert.AddTo(*cnv);
 
+  unmask::tools::ServeCommand serve;
+  CLI::App* srv = app.add_subcommand(
+      "serve",
+      "serve models over the OpenAI HTTP API (/v1/completions, /v1/chat/completions, "
+      "/v1/models, /health, /metrics, /tokenize, /detokenize, playground at /), diffusion and "
+      "AR side by side, model \"auto\" routes per request (docs/serving.md)\n"
+      "example: unmask serve -m models/unmask-tinystories-llada.gguf "
+      "-m models/unmask-tinystories-ar.gguf --port 8080");
+  serve.AddTo(*srv);
+
   // An unknown first word is a mistyped command: say so (CLI11 would only say one is required).
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -67,7 +78,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-' && !known) {
     unmask::tools::PrintError(
         "unmask", "unknown command '" + std::string(argv[1]) +
-                      "' (commands: generate, inspect, bench, tokenize, convert; see 'unmask "
+                      "' (commands: generate, serve, inspect, bench, tokenize, convert; see 'unmask "
                       "--help')");
     return 2;
   }
@@ -92,6 +103,7 @@ int main(int argc, char** argv) {
     if (ben->parsed()) rc = bench.Run();
     if (tkz->parsed()) rc = tokenize.Run();
     if (cnv->parsed()) rc = convert.Run();
+    if (srv->parsed()) rc = serve.Run();
     // Results that could not be written (a full disk, a closed pipe) are a failure, not success.
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
       unmask::tools::PrintError("unmask", "cannot write the output to stdout");

@@ -1,0 +1,105 @@
+// A generation request as the engine sees it (no HTTP, no JSON): prompt ids, decoding parameters,
+// stop strings, a deadline; and the stream of events the engine sends back to whoever submitted it
+// (ARCHITECTURE.md "Data flow of one request").
+#ifndef UNMASK_ENGINE_REQUEST_H_
+#define UNMASK_ENGINE_REQUEST_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "decode/decoder_ar.h"
+#include "decode/diffusion_params.h"
+
+namespace unmask {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct GenerationRequest {
+  std::string id;               // for logs and metrics ("cmpl-..." in the server)
+  std::vector<int32_t> prompt;  // token ids
+  int64_t max_tokens = 16;      // most tokens returned
+  std::vector<std::string> stop;
+  ArParams ar;                  // AR models (n_predict is set from max_tokens)
+  DiffusionParams diffusion;    // diffusion models (gen_length = max_tokens rounded up to a
+                                // multiple of block_length; the text is cut to max_tokens tokens)
+  bool speculative_lookup = false;  // AR: n-gram prompt-lookup drafting
+  bool stream_canvas = false;       // diffusion: send a kCanvas event after every step
+  SteadyClock::time_point arrival = SteadyClock::now();
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+};
+
+// Why a request ended (OpenAI finish_reason, plus the engine's own).
+enum class FinishReason {
+  kStop,      // EOS/EOT or a stop string ("stop")
+  kLength,    // max_tokens or the context ("length")
+  kDeadline,  // the deadline passed ("length" in the API, x_unmask.finish_detail "deadline")
+  kAbort,     // cancelled (client gone) or server shutting down ("abort")
+  kError,     // an engine fault (status set)
+};
+std::string_view FinishReasonName(FinishReason r);  // "stop" | "length" | "deadline" | ...
+
+// Work and timings of one request. Times in milliseconds from arrival.
+struct RequestStats {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;  // tokens returned (EOS included when it ended the text)
+  int64_t nfe = 0;                // forwards this request took part in
+  int64_t forward_positions = 0;  // positions it fed, summed over its forwards
+  int64_t drafted = 0;            // speculative: tokens proposed
+  int64_t accepted = 0;           // speculative: tokens accepted
+  double queue_ms = 0;            // arrival -> admitted into the running batch
+  double ttft_ms = -1;            // arrival -> first text sent (-1: none)
+  double total_ms = 0;            // arrival -> finished
+  double tokens_per_forward() const {
+    return nfe > 0 ? static_cast<double>(completion_tokens) / static_cast<double>(nfe) : 0;
+  }
+};
+
+struct StreamEvent {
+  enum class Type {
+    kText,    // `text`: the next piece of the output (UTF-8 complete, stop strings removed)
+    kCanvas,  // diffusion: `canvas` = the generated part of the canvas after step `step`
+    kDone,    // last event: finish, stats, status (kError)
+  };
+  Type type = Type::kText;
+  std::string text;
+  std::vector<int32_t> canvas;  // kCanvas: [gen_length] token ids, the mask id where masked
+  int32_t mask_id = -1;
+  int64_t step = 0;
+  int64_t block = 0;
+  double elapsed_ms = 0;
+  FinishReason finish = FinishReason::kStop;
+  RequestStats stats;
+  Status status;
+};
+
+// The channel between the engine thread (producer) and the submitter (consumer), shared by both.
+// Cancel() may be called from any thread; the engine stops the request at its next step.
+class RequestStream {
+ public:
+  void Push(StreamEvent e);
+  // Waits up to `timeout` for an event; false on timeout.
+  bool Pop(StreamEvent* e, std::chrono::milliseconds timeout);
+  void Cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+  // Set by the engine once the kDone event has been pushed.
+  bool finished() const { return finished_.load(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_ENGINE_REQUEST_H_

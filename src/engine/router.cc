@@ -1,0 +1,103 @@
+#include "engine/router.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace unmask {
+namespace {
+
+std::string Ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f ms", v);
+  return buf;
+}
+
+}  // namespace
+
+RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load) {
+  const double running = static_cast<double>(load.running);
+  const double tokens = static_cast<double>(std::max<int64_t>(req.max_tokens, 1));
+  double service = 0;
+  double positions = 0;  // this request's positions fed over its whole life
+  if (load.diffusion) {
+    const DiffusionParams& p = req.diffusion;
+    const double gen = static_cast<double>(std::max<int64_t>(p.gen_length, 1));
+    const double nfe = p.commit == CommitRule::kFixed
+                           ? static_cast<double>(std::max<int64_t>(p.steps, 1))
+                           : gen / std::max(1.0, load.diffusion_tokens_per_forward);
+    const double canvas = static_cast<double>(req.prompt_tokens) + gen;
+    const double per_step = p.cache == CacheMode::kNone ? canvas
+                                                        : static_cast<double>(p.block_length);
+    service = nfe * load.cost.Ms(static_cast<double>(load.running_positions) + per_step);
+    positions = nfe * per_step;
+  } else {
+    const double prompt = static_cast<double>(req.prompt_tokens);
+    service = load.cost.Ms(prompt + running) + (tokens - 1) * load.cost.Ms(running + 1);
+    positions = prompt + tokens;
+  }
+  const double ahead = static_cast<double>(load.waiting) +
+                       std::max(0.0, running + 1 - static_cast<double>(load.max_batch));
+  const double queue = ahead / static_cast<double>(std::max<int64_t>(load.max_batch, 1)) * service;
+  return {queue + service, positions * load.cost.ms_per_position / tokens};
+}
+
+RouteDecision Route(const RouteRequest& req, std::span<const RouteCandidate> candidates) {
+  RouteDecision d;
+  std::vector<RoutePrediction> pred;
+  for (const RouteCandidate& c : candidates) {
+    pred.push_back(PredictRoute(req, c.load));
+    d.predicted_ms.emplace_back(c.name, pred.back().latency_ms);
+  }
+  size_t best = 0;
+  int meets = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (pred[i].latency_ms <= req.latency_target_ms) ++meets;
+  }
+  if (meets > 0) {
+    bool found = false;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (pred[i].latency_ms > req.latency_target_ms) continue;
+      if (!found || pred[i].compute_ms_per_token < pred[best].compute_ms_per_token) best = i;
+      found = true;
+    }
+  } else {
+    for (size_t i = 1; i < candidates.size(); ++i) {
+      if (pred[i].latency_ms < pred[best].latency_ms) best = i;
+    }
+  }
+  d.index = candidates[best].index;
+  d.name = candidates[best].name;
+  std::string others;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i == best) continue;
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s%s %s, %.3g ms/token", others.empty() ? "" : "; ",
+                  candidates[i].name.c_str(), Ms(pred[i].latency_ms).c_str(),
+                  pred[i].compute_ms_per_token);
+    others += buf;
+  }
+  char head[256];
+  std::snprintf(head, sizeof(head), "%s: predicted %s, %.3g ms of compute per token",
+                d.name.c_str(), Ms(pred[best].latency_ms).c_str(),
+                pred[best].compute_ms_per_token);
+  const std::string target = Ms(req.latency_target_ms);
+  if (candidates.size() == 1) {
+    d.code = "single_model";
+    d.reason = std::string(head) + " (the only model)";
+  } else if (meets > 1) {
+    d.code = "meets_target_cheapest";
+    d.reason = std::string(head) + "; cheapest of the models within the " + target +
+               " target (" + others + ")";
+  } else if (meets == 1) {
+    d.code = "only_one_meets_target";
+    d.reason = std::string(head) + "; the only model within the " + target + " target (" +
+               others + ")";
+  } else {
+    d.code = "none_meet_target_fastest";
+    d.reason = std::string(head) + "; no model meets the " + target + " target, fastest (" +
+               others + ")";
+  }
+  return d;
+}
+
+}  // namespace unmask

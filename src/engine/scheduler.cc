@@ -1,0 +1,607 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "decode/decoder_diffusion.h"
+#include "decode/drafter.h"
+#include "engine/text_stream.h"
+
+namespace unmask {
+namespace {
+
+double MsBetween(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The diffusion parameters a request runs with: the canvas is max_tokens rounded up to a multiple
+// of block_length; steps <= 0 means one step per token (the LLaDA default, steps == gen_length).
+DiffusionParams RequestDiffusionParams(const GenerationRequest& req) {
+  DiffusionParams p = req.diffusion;
+  if (p.block_length > 0) {
+    p.gen_length = (req.max_tokens + p.block_length - 1) / p.block_length * p.block_length;
+  } else {
+    p.gen_length = req.max_tokens;
+  }
+  if (p.steps <= 0) p.steps = p.gen_length;
+  return p;
+}
+
+ArParams RequestArParams(const GenerationRequest& req) {
+  ArParams p = req.ar;
+  p.n_predict = req.max_tokens;
+  return p;
+}
+
+}  // namespace
+
+struct Scheduler::Active {
+  GenerationRequest req;
+  std::shared_ptr<RequestStream> stream;
+  int32_t slot = 0;
+  std::unique_ptr<Drafter> drafter;
+  std::optional<ArDecoder> ar;
+  std::optional<DiffusionDecoder> diffusion;
+  std::optional<TextStream> text;
+  RequestStats stats;
+  SteadyClock::time_point last_text;
+  bool sent_text = false;
+};
+
+struct Scheduler::ModelState {
+  EngineModel m;
+  bool diffusion = false;
+  std::deque<Pending> waiting;                   // guarded by mu_
+  EngineLoad load;                               // guarded by mu_
+  std::vector<std::unique_ptr<Active>> running;  // engine thread only
+  std::vector<char> slot_used;
+  std::optional<KvCache> kv;
+  Workspace ws;
+  Tensor logits;
+  BatchPlan batch;
+  double tpf_sum = 0;  // diffusion tokens per forward of finished requests
+  int64_t tpf_count = 0;
+  const char* engine() const { return diffusion ? "diffusion" : "ar"; }
+};
+
+Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
+    : options_(options), metrics_(metrics) {
+  options_.max_batch = std::max<int64_t>(options_.max_batch, 1);
+  options_.max_queue = std::max<int64_t>(options_.max_queue, 0);
+  options_.max_batched_tokens = std::max<int64_t>(options_.max_batched_tokens, 1);
+  if (metrics_ == nullptr) return;
+  MetricsRegistry& r = *metrics_;
+  const std::vector<std::string> me = {"model", "engine"};
+  r.DeclareCounter("requests_total",
+                   "Finished requests by model and outcome (stop, length, deadline, abort, error)",
+                   {"model", "engine", "outcome"});
+  r.DeclareCounter("prompt_tokens_total", "Prompt tokens of admitted requests", me);
+  r.DeclareCounter("generation_tokens_total", "Tokens returned to clients", me);
+  r.DeclareCounter("forward_passes_total", "Model forward passes (one per engine step)", me);
+  r.DeclareCounter("forward_positions_total", "Positions fed to forward passes", me);
+  r.DeclareCounter("request_nfe_total",
+                   "Forward passes summed over requests (a batched forward counts once per request)",
+                   me);
+  r.DeclareCounter("spec_decode_num_draft_tokens_total", "Speculative tokens proposed", me);
+  r.DeclareCounter("spec_decode_num_accepted_tokens_total", "Speculative tokens accepted", me);
+  r.DeclareGauge("num_requests_waiting", "Requests in the queue", me);
+  r.DeclareGauge("num_requests_running", "Requests in the running batch", me);
+  r.DeclareGauge("batch_positions", "Positions fed by the last forward", me);
+  const std::vector<double> lat = LatencyBucketsSeconds();
+  r.DeclareHistogram("time_to_first_token_seconds", "Arrival to first streamed text", me, lat);
+  r.DeclareHistogram("inter_token_latency_seconds", "Time between streamed text pieces", me, lat);
+  r.DeclareHistogram("e2e_request_latency_seconds", "Arrival to finish", me, lat);
+  r.DeclareHistogram("request_queue_time_seconds", "Arrival to admission", me, lat);
+  r.DeclareHistogram("request_tokens_per_forward",
+                     "Returned tokens per forward pass of each finished request", me,
+                     {0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 16, 32});
+}
+
+Scheduler::~Scheduler() { Shutdown(); }
+
+StatusOr<size_t> Scheduler::AddModel(const EngineModel& m) {
+  if (m.model == nullptr || m.tokenizer == nullptr) {
+    return InvalidArgumentError("Scheduler::AddModel: null model or tokenizer");
+  }
+  auto ms = std::make_unique<ModelState>();
+  ms->m = m;
+  ms->diffusion = m.model->config().is_diffusion();
+  UNMASK_ASSIGN_OR_RETURN(ms->kv, m.model->MakeKvCache(options_.max_batch));
+  ms->slot_used.assign(static_cast<size_t>(options_.max_batch), 0);
+  // Cost model: forwards of 1 and P positions (best of a few), without a cache.
+  const int64_t ctx = m.model->config().context_length;
+  const int64_t vocab = m.model->config().vocab_size;
+  const int64_t big = std::max<int64_t>(2, std::min<int64_t>(64, ctx));
+  std::vector<int32_t> tokens(static_cast<size_t>(big), 0);
+  Tensor logits(DType::kF32, {1, vocab});
+  auto time_forward = [&](int64_t n) -> StatusOr<double> {
+    const int32_t last[1] = {static_cast<int32_t>(n - 1)};
+    BatchPlan plan;
+    plan.sequences.push_back(SequenceInput{std::span<const int32_t>(tokens.data(), n), 0, last});
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      ForwardStats fs;
+      UNMASK_RETURN_IF_ERROR(m.model->Forward(plan, ms->ws, logits.view(), &fs));
+      best = std::min(best, fs.ms);
+    }
+    return best;
+  };
+  UNMASK_ASSIGN_OR_RETURN(const double t1, time_forward(1));
+  UNMASK_ASSIGN_OR_RETURN(const double tb, time_forward(big));
+  ms->load.cost.ms_per_position = std::max(0.0, (tb - t1) / static_cast<double>(big - 1));
+  ms->load.cost.overhead_ms = std::max(0.0, t1 - ms->load.cost.ms_per_position);
+  ms->load.diffusion = ms->diffusion;
+  ms->load.max_batch = options_.max_batch;
+  std::lock_guard<std::mutex> lock(mu_);
+  models_.push_back(std::move(ms));
+  return models_.size() - 1;
+}
+
+size_t Scheduler::num_models() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return models_.size();
+}
+
+const EngineModel& Scheduler::model(size_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return models_.at(index)->m;
+}
+
+EngineLoad Scheduler::Load(size_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return models_.at(index)->load;
+}
+
+Status Scheduler::Validate(size_t index, const GenerationRequest& req) const {
+  const EngineModel* em = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index >= models_.size()) return OutOfRangeError("unknown model index");
+    em = &models_[index]->m;
+  }
+  const ModelConfig& c = em->model->config();
+  if (req.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
+  if (c.is_diffusion()) {
+    const Tokenizer& tok = *em->tokenizer;
+    const DiffusionTokenIds ids{tok.special().mask, tok.special().eos, tok.special().eot};
+    return DiffusionDecoder::Create(RequestDiffusionParams(req), ids, req.prompt,
+                                    c.context_length, c.vocab_size, c.shift_logits)
+        .status();
+  }
+  const int64_t prompt = static_cast<int64_t>(req.prompt.size());
+  if (prompt + req.max_tokens > c.context_length) {
+    return OutOfRangeError("the prompt (" + std::to_string(prompt) + " tokens) + max_tokens (" +
+                           std::to_string(req.max_tokens) + ") exceed the context of " +
+                           std::to_string(c.context_length) + " tokens");
+  }
+  const ArTokenIds ids{em->tokenizer->special().eos, em->tokenizer->special().eot};
+  return ArDecoder::Create(RequestArParams(req), ids, req.prompt, c.context_length, c.vocab_size)
+      .status();
+}
+
+StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(size_t index, GenerationRequest req) {
+  auto stream = std::make_shared<RequestStream>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_) return FailedPreconditionError("the server is shutting down");
+    if (index >= models_.size()) return OutOfRangeError("unknown model index");
+    if (total_waiting_ >= options_.max_queue) {
+      return ResourceExhaustedError("the queue is full (" + std::to_string(options_.max_queue) +
+                                    " requests waiting)");
+    }
+    ModelState& ms = *models_[index];
+    ms.waiting.push_back(Pending{std::move(req), stream});
+    ++ms.load.waiting;
+    ++total_waiting_;
+  }
+  cv_.notify_all();
+  return stream;
+}
+
+void Scheduler::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable() || shutdown_) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Scheduler::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Nothing runs any more: end whatever is left.
+  for (auto& ms : models_) {
+    for (auto& a : ms->running) Finish(*ms, *a, FinishReason::kAbort);
+    ms->running.clear();
+    std::deque<Pending> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      waiting.swap(ms->waiting);
+      total_waiting_ -= static_cast<int64_t>(waiting.size());
+      ms->load.waiting = 0;
+    }
+    for (Pending& p : waiting) FinishPending(*ms, p, FinishReason::kAbort);
+  }
+}
+
+void Scheduler::Loop() {
+  for (;;) {
+    std::vector<ModelState*> models;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto has_work = [&] {
+        for (auto& ms : models_) {
+          if (!ms->waiting.empty() || !ms->running.empty()) return true;
+        }
+        return false;
+      };
+      // Waiting requests may expire or be cancelled while nothing runs: wake up now and then.
+      cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return shutdown_ || has_work(); });
+      if (shutdown_) return;
+      for (auto& ms : models_) models.push_back(ms.get());
+    }
+    for (ModelState* ms : models) {
+      Admit(*ms);
+      if (DropStopped(*ms)) {
+        if (ms->diffusion) {
+          StepDiffusion(*ms);
+        } else {
+          StepAr(*ms);
+        }
+      }
+      UpdateGauges(*ms);
+    }
+  }
+}
+
+void Scheduler::Admit(ModelState& ms) {
+  const auto now = SteadyClock::now();
+  // Positions the running batch feeds next (an estimate: the last plans).
+  int64_t budget_used = 0;
+  for (auto& a : ms.running) {
+    budget_used += a->diffusion ? static_cast<int64_t>(a->diffusion->canvas().size()) : 1;
+  }
+  for (;;) {
+    Pending p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ms.waiting.empty()) return;
+      Pending& front = ms.waiting.front();
+      const bool dead = front.stream->cancelled() || now >= front.req.deadline;
+      if (!dead) {
+        if (static_cast<int64_t>(ms.running.size()) >= options_.max_batch) return;
+        const int64_t need =
+            static_cast<int64_t>(front.req.prompt.size()) + (ms.diffusion ? front.req.max_tokens : 0);
+        if (!ms.running.empty() && budget_used + need > options_.max_batched_tokens) return;
+        budget_used += need;
+      }
+      p = std::move(front);
+      ms.waiting.pop_front();
+      --ms.load.waiting;
+      --total_waiting_;
+    }
+    if (p.stream->cancelled()) {
+      FinishPending(ms, p, FinishReason::kAbort);
+      continue;
+    }
+    if (now >= p.req.deadline) {
+      FinishPending(ms, p, FinishReason::kDeadline);
+      continue;
+    }
+    auto a = std::make_unique<Active>();
+    a->req = std::move(p.req);
+    a->stream = std::move(p.stream);
+    a->stats.prompt_tokens = static_cast<int64_t>(a->req.prompt.size());
+    a->stats.queue_ms = MsBetween(a->req.arrival, now);
+    const auto slot = std::find(ms.slot_used.begin(), ms.slot_used.end(), 0);
+    a->slot = static_cast<int32_t>(slot - ms.slot_used.begin());
+    const ModelConfig& c = ms.m.model->config();
+    const Tokenizer& tok = *ms.m.tokenizer;
+    Status st;
+    if (ms.diffusion) {
+      const DiffusionTokenIds ids{tok.special().mask, tok.special().eos, tok.special().eot};
+      auto d = DiffusionDecoder::Create(RequestDiffusionParams(a->req), ids, a->req.prompt,
+                                        c.context_length, c.vocab_size, c.shift_logits);
+      if (d.ok()) {
+        a->diffusion.emplace(std::move(d).value());
+        a->diffusion->set_kv_seq(a->slot);
+      }
+      st = d.status();
+    } else {
+      if (a->req.speculative_lookup) {
+        auto dr = MakeLookupDrafter({1, 4});
+        if (dr.ok()) a->drafter = std::move(dr).value();
+        st = dr.status();
+      }
+      if (st.ok()) {
+        const ArTokenIds ids{tok.special().eos, tok.special().eot};
+        auto d = ArDecoder::Create(RequestArParams(a->req), ids, a->req.prompt, c.context_length,
+                                   c.vocab_size, a->drafter.get(), a->slot);
+        if (d.ok()) a->ar.emplace(std::move(d).value());
+        st = d.status();
+      }
+    }
+    a->text.emplace(tok, a->req.stop, a->req.max_tokens, a->req.ar.ignore_eos);
+    *slot = 1;
+    if (metrics_ != nullptr) {
+      metrics_->Add("prompt_tokens_total", {ms.m.name, ms.engine()}, a->stats.prompt_tokens);
+      metrics_->Observe("request_queue_time_seconds", {ms.m.name, ms.engine()},
+                        a->stats.queue_ms / 1000);
+    }
+    ms.running.push_back(std::move(a));
+    if (!st.ok()) {
+      Finish(ms, *ms.running.back(), FinishReason::kError, st);
+      ms.running.pop_back();
+    }
+  }
+}
+
+bool Scheduler::DropStopped(ModelState& ms) {
+  const auto now = SteadyClock::now();
+  auto it = ms.running.begin();
+  while (it != ms.running.end()) {
+    Active& a = **it;
+    if (a.stream->cancelled() || now >= a.req.deadline) {
+      Finish(ms, a, a.stream->cancelled() ? FinishReason::kAbort : FinishReason::kDeadline);
+      it = ms.running.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return !ms.running.empty();
+}
+
+void Scheduler::RecordForward(ModelState& ms, const ForwardStats& fs) {
+  if (metrics_ != nullptr) {
+    metrics_->Add("forward_passes_total", {ms.m.name, ms.engine()});
+    metrics_->Add("forward_positions_total", {ms.m.name, ms.engine()},
+                  static_cast<double>(fs.num_positions));
+    metrics_->Set("batch_positions", {ms.m.name, ms.engine()},
+                  static_cast<double>(fs.num_positions));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ms.load.running_positions = fs.num_positions;
+  // Refine the per-position cost from forwards large enough to measure it (EMA, weight 0.1).
+  if (fs.num_positions >= 8) {
+    const double per = std::max(0.0, (fs.ms - ms.load.cost.overhead_ms) /
+                                         static_cast<double>(fs.num_positions));
+    ms.load.cost.ms_per_position = 0.9 * ms.load.cost.ms_per_position + 0.1 * per;
+  } else if (fs.num_positions == 1) {
+    ms.load.cost.overhead_ms =
+        0.9 * ms.load.cost.overhead_ms + 0.1 * std::max(0.0, fs.ms - ms.load.cost.ms_per_position);
+  }
+}
+
+void Scheduler::StepAr(ModelState& ms) {
+  const int64_t vocab = ms.m.model->config().vocab_size;
+  ms.batch.sequences.clear();
+  std::vector<int64_t> rows;  // logit rows of each running request
+  auto it = ms.running.begin();
+  while (it != ms.running.end()) {
+    auto plan = (*it)->ar->Plan();
+    if (!plan.ok()) {
+      Finish(ms, **it, FinishReason::kError, plan.status());
+      it = ms.running.erase(it);
+      continue;
+    }
+    rows.push_back((*plan)->num_logit_rows());
+    const auto& seqs = (*plan)->sequences;
+    ms.batch.sequences.insert(ms.batch.sequences.end(), seqs.begin(), seqs.end());
+    ++it;
+  }
+  if (ms.running.empty()) return;
+  int64_t total_rows = 0;
+  for (int64_t r : rows) total_rows += r;
+  if (ms.logits.shape().rank() != 2 || ms.logits.shape()[0] < total_rows) {
+    ms.logits = Tensor(DType::kF32, {std::max<int64_t>(total_rows, 8), vocab});
+  }
+  ForwardStats fs;
+  const Status st = ms.m.model->Forward(ms.batch, &*ms.kv, ms.ws,
+                                        TensorView{ms.logits.data(), DType::kF32,
+                                                   Shape{total_rows, vocab}},
+                                        &fs);
+  if (!st.ok()) {
+    for (auto& a : ms.running) Finish(ms, *a, FinishReason::kError, st);
+    ms.running.clear();
+    return;
+  }
+  RecordForward(ms, fs);
+  int64_t row = 0;
+  ArStepResult result;
+  for (size_t i = 0; i < ms.running.size(); ++i) {
+    Active& a = *ms.running[i];
+    const TensorView mine{ms.logits.as<float>() + row * vocab, DType::kF32, Shape{rows[i], vocab}};
+    row += rows[i];
+    ++a.stats.nfe;
+    a.stats.forward_positions += static_cast<int64_t>(ms.batch.sequences[i].tokens.size());
+    const Status us = a.ar->Update(mine, &result);
+    if (!us.ok()) {
+      Finish(ms, a, FinishReason::kError, us);
+      continue;
+    }
+    a.stats.drafted += result.drafted;
+    a.stats.accepted += result.accepted;
+    if (metrics_ != nullptr && result.drafted > 0) {
+      metrics_->Add("spec_decode_num_draft_tokens_total", {ms.m.name, ms.engine()},
+                    static_cast<double>(result.drafted));
+      metrics_->Add("spec_decode_num_accepted_tokens_total", {ms.m.name, ms.engine()},
+                    static_cast<double>(result.accepted));
+    }
+    SendText(ms, a, a.text->Update(a.ar->generated(), a.ar->Done()));
+    if (a.text->complete() && !a.ar->Done()) a.ar->Stop();
+    if (a.ar->Done()) {
+      FinishReason r = a.text->complete()                   ? a.text->finish()
+                       : a.ar->finish() == ArFinish::kEos ? FinishReason::kStop
+                                                            : FinishReason::kLength;
+      Finish(ms, a, r);
+    }
+  }
+  std::erase_if(ms.running, [](const std::unique_ptr<Active>& a) { return a->stream->finished(); });
+}
+
+void Scheduler::StepDiffusion(ModelState& ms) {
+  const int64_t vocab = ms.m.model->config().vocab_size;
+  ms.batch.sequences.clear();
+  std::vector<int64_t> rows, seq_count;
+  bool needs_kv = false;
+  for (auto& a : ms.running) {
+    const BatchPlan& plan = a->diffusion->Plan();
+    rows.push_back(plan.num_logit_rows());
+    seq_count.push_back(static_cast<int64_t>(plan.sequences.size()));
+    ms.batch.sequences.insert(ms.batch.sequences.end(), plan.sequences.begin(),
+                              plan.sequences.end());
+    needs_kv |= a->diffusion->needs_kv_cache();
+  }
+  int64_t total_rows = 0;
+  for (int64_t r : rows) total_rows += r;
+  if (ms.logits.shape().rank() != 2 || ms.logits.shape()[0] < total_rows) {
+    ms.logits = Tensor(DType::kF32, {std::max<int64_t>(total_rows, 8), vocab});
+  }
+  ForwardStats fs;
+  const Status st = ms.m.model->Forward(ms.batch, needs_kv ? &*ms.kv : nullptr, ms.ws,
+                                        TensorView{ms.logits.data(), DType::kF32,
+                                                   Shape{total_rows, vocab}},
+                                        &fs);
+  if (!st.ok()) {
+    for (auto& a : ms.running) Finish(ms, *a, FinishReason::kError, st);
+    ms.running.clear();
+    return;
+  }
+  RecordForward(ms, fs);
+  const auto now = SteadyClock::now();
+  int64_t row = 0;
+  size_t seq = 0;
+  DiffusionStepResult result;
+  for (size_t i = 0; i < ms.running.size(); ++i) {
+    Active& a = *ms.running[i];
+    DiffusionDecoder& d = *a.diffusion;
+    const TensorView mine{ms.logits.as<float>() + row * vocab, DType::kF32, Shape{rows[i], vocab}};
+    row += rows[i];
+    ++a.stats.nfe;
+    for (int64_t s = 0; s < seq_count[i]; ++s, ++seq) {
+      a.stats.forward_positions += static_cast<int64_t>(ms.batch.sequences[seq].tokens.size());
+    }
+    const Status us = d.Update(mine, &result);
+    if (!us.ok()) {
+      Finish(ms, a, FinishReason::kError, us);
+      continue;
+    }
+    if (a.req.stream_canvas) {
+      StreamEvent e;
+      e.type = StreamEvent::Type::kCanvas;
+      e.canvas.assign(d.generated().begin(), d.generated().end());
+      e.mask_id = d.token_ids().mask;
+      e.step = result.step;
+      e.block = result.block;
+      e.elapsed_ms = MsBetween(a.req.arrival, now);
+      a.stream->Push(std::move(e));
+    }
+    // The committed prefix: generated positions up to the first still-masked one.
+    const auto gen = d.generated();
+    const auto first_mask = std::find(gen.begin(), gen.end(), d.token_ids().mask);
+    const auto prefix = gen.first(static_cast<size_t>(first_mask - gen.begin()));
+    SendText(ms, a, a.text->Update(prefix, d.Done()));
+    // The output is decided once its prefix holds EOS, a stop string or max_tokens tokens: the
+    // rest of the canvas would not be returned, so it is not denoised.
+    if (a.text->complete() || d.Done()) {
+      Finish(ms, a, a.text->complete() ? a.text->finish() : FinishReason::kLength);
+    }
+  }
+  std::erase_if(ms.running, [](const std::unique_ptr<Active>& a) { return a->stream->finished(); });
+}
+
+void Scheduler::SendText(ModelState& ms, Active& a, std::string text) {
+  if (text.empty()) return;
+  const auto now = SteadyClock::now();
+  if (metrics_ != nullptr) {
+    if (!a.sent_text) {
+      metrics_->Observe("time_to_first_token_seconds", {ms.m.name, ms.engine()},
+                        MsBetween(a.req.arrival, now) / 1000);
+    } else {
+      metrics_->Observe("inter_token_latency_seconds", {ms.m.name, ms.engine()},
+                        MsBetween(a.last_text, now) / 1000);
+    }
+  }
+  if (!a.sent_text) a.stats.ttft_ms = MsBetween(a.req.arrival, now);
+  a.sent_text = true;
+  a.last_text = now;
+  StreamEvent e;
+  e.type = StreamEvent::Type::kText;
+  e.text = std::move(text);
+  a.stream->Push(std::move(e));
+}
+
+void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status status) {
+  if (a.stream->finished()) return;
+  // Flush text held back for a possible stop string or UTF-8 continuation.
+  if (a.text && reason != FinishReason::kError && reason != FinishReason::kAbort) {
+    std::span<const int32_t> tokens;
+    if (a.ar) tokens = a.ar->generated();
+    if (a.diffusion) {
+      const auto gen = a.diffusion->generated();
+      const auto first_mask = std::find(gen.begin(), gen.end(), a.diffusion->token_ids().mask);
+      tokens = gen.first(static_cast<size_t>(first_mask - gen.begin()));
+    }
+    SendText(ms, a, a.text->Update(tokens, true));
+  }
+  a.stats.completion_tokens = a.text ? a.text->kept_tokens() : 0;
+  a.stats.total_ms = MsBetween(a.req.arrival, SteadyClock::now());
+  if (metrics_ != nullptr) {
+    const std::vector<std::string> me = {ms.m.name, ms.engine()};
+    metrics_->Add("requests_total", {ms.m.name, ms.engine(), std::string(FinishReasonName(reason))});
+    metrics_->Add("generation_tokens_total", me, static_cast<double>(a.stats.completion_tokens));
+    metrics_->Add("request_nfe_total", me, static_cast<double>(a.stats.nfe));
+    metrics_->Observe("e2e_request_latency_seconds", me, a.stats.total_ms / 1000);
+    if (a.stats.nfe > 0) {
+      metrics_->Observe("request_tokens_per_forward", me, a.stats.tokens_per_forward());
+    }
+  }
+  if (ms.diffusion && a.stats.nfe > 0 && (reason == FinishReason::kStop ||
+                                          reason == FinishReason::kLength)) {
+    ms.tpf_sum += a.stats.tokens_per_forward();
+    ++ms.tpf_count;
+    std::lock_guard<std::mutex> lock(mu_);
+    ms.load.diffusion_tokens_per_forward = ms.tpf_sum / static_cast<double>(ms.tpf_count);
+  }
+  if (a.slot >= 0 && a.slot < static_cast<int32_t>(ms.slot_used.size())) {
+    ms.kv->Clear(a.slot);
+    ms.slot_used[static_cast<size_t>(a.slot)] = 0;
+  }
+  StreamEvent e;
+  e.type = StreamEvent::Type::kDone;
+  e.finish = reason;
+  e.stats = a.stats;
+  e.status = std::move(status);
+  a.stream->Push(std::move(e));
+}
+
+void Scheduler::FinishPending(ModelState& ms, Pending& p, FinishReason reason) {
+  StreamEvent e;
+  e.type = StreamEvent::Type::kDone;
+  e.finish = reason;
+  e.stats.prompt_tokens = static_cast<int64_t>(p.req.prompt.size());
+  e.stats.queue_ms = e.stats.total_ms = MsBetween(p.req.arrival, SteadyClock::now());
+  if (metrics_ != nullptr) {
+    metrics_->Add("requests_total", {ms.m.name, ms.engine(), std::string(FinishReasonName(reason))});
+  }
+  p.stream->Push(std::move(e));
+}
+
+void Scheduler::UpdateGauges(ModelState& ms) {
+  int64_t waiting = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ms.load.running = static_cast<int64_t>(ms.running.size());
+    waiting = ms.load.waiting;
+  }
+  if (metrics_ == nullptr) return;
+  metrics_->Set("num_requests_waiting", {ms.m.name, ms.engine()}, static_cast<double>(waiting));
+  metrics_->Set("num_requests_running", {ms.m.name, ms.engine()},
+                static_cast<double>(ms.running.size()));
+}
+
+}  // namespace unmask

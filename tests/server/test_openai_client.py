@@ -1,0 +1,662 @@
+#!/usr/bin/env python3
+"""`unmask serve` through the official `openai` Python client (and raw HTTP where the client cannot).
+
+Starts `unmask serve -m models/unmask-tinystories-llada.gguf -m models/unmask-tinystories-ar.gguf -t 1`
+on a free loopback port and checks the contract of docs/serving.md: models, completions and chat for
+both engines and `auto`, usage and `x_unmask`, greedy and seeded determinism, stop strings, streaming
+(deltas, the usage chunk, finish_reason), the diffusion extensions, errors (404, 400, 413, bad JSON),
+/tokenize and /detokenize, /metrics, and cancellation (a closed stream and a client timeout abort the
+request on the server). Prints one line per check; exits 1 if any check failed.
+
+  .venv/bin/python tests/server/test_openai_client.py --unmask build/release/bin/unmask
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import sys
+import time
+import traceback
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT, UnmaskServer  # noqa: E402
+
+import openai  # noqa: E402
+from openai import OpenAI  # noqa: E402
+
+PROMPT = "Once upon a time"
+TIMEOUT_S = 60.0  # every client call; the twins generate 128 tokens in well under a second
+
+
+class CheckFailed(Exception):
+    pass
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = []
+
+    def __call__(self, cond, name, detail=""):
+        if not cond:
+            raise CheckFailed(f"{name}: {detail}" if detail else name)
+        self.passed += 1
+        print(f"ok    {name}", flush=True)
+
+
+check = Checks()
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+
+def raw(url, method, path, body=None, headers=None, timeout=TIMEOUT_S):
+    """One HTTP request on a fresh connection: (status, headers (lower-case keys), body bytes)."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            headers = {"Content-Type": "application/json", **(headers or {})}
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        data = r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def raw_json(url, method, path, body=None, timeout=TIMEOUT_S):
+    status, headers, data = raw(url, method, path, body, timeout=timeout)
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        obj = None
+    return status, headers, obj, data
+
+
+def is_error_object(obj):
+    return (isinstance(obj, dict) and isinstance(obj.get("error"), dict)
+            and isinstance(obj["error"].get("message"), str) and obj["error"]["message"] != ""
+            and "type" in obj["error"])
+
+
+def x_unmask(obj):
+    d = obj.to_dict() if hasattr(obj, "to_dict") else {}
+    xu = d.get("x_unmask")
+    if xu is None and getattr(obj, "model_extra", None):
+        xu = obj.model_extra.get("x_unmask")
+    return xu
+
+
+METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?\s*$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text):
+    """Prometheus text format -> list of (name, {label: value}, float)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = METRIC_LINE.match(line)
+        if not m:
+            raise CheckFailed(f"/metrics: unparsable line {line!r}")
+        out.append((m.group(1), dict(LABEL.findall(m.group(2) or "")), float(m.group(3))))
+    return out
+
+
+def metrics(url):
+    status, headers, data = raw(url, "GET", "/metrics", timeout=10)
+    if status != 200:
+        raise CheckFailed(f"GET /metrics -> {status} {data[:200]!r}")
+    return data.decode(), parse_metrics(data.decode())
+
+
+def msum(samples, name, **labels):
+    return sum(v for n, lab, v in samples
+               if n == name and all(lab.get(k) == w for k, w in labels.items()))
+
+
+def mvalues(samples, name):
+    return [(lab, v) for n, lab, v in samples if n == name]
+
+
+def check_usage(name, usage, max_tokens):
+    check(usage is not None, f"{name}: usage present")
+    p, c, t = usage.prompt_tokens, usage.completion_tokens, usage.total_tokens
+    check(p > 0 and c >= 1 and t == p + c, f"{name}: usage consistent",
+          f"prompt {p} completion {c} total {t}")
+    if max_tokens is not None:
+        check(c <= max_tokens, f"{name}: completion_tokens <= max_tokens", f"{c} > {max_tokens}")
+
+
+def check_x_unmask(name, xu, engine=None, model=None):
+    check(isinstance(xu, dict), f"{name}: x_unmask present", repr(xu))
+    missing = [k for k in ("model", "engine", "nfe", "tokens_per_forward", "queue_ms", "ttft_ms",
+                           "total_ms") if k not in xu]
+    check(not missing, f"{name}: x_unmask fields", f"missing {missing} in {xu}")
+    if engine:
+        check(xu["engine"] == engine, f"{name}: x_unmask.engine == {engine}", repr(xu))
+    if model:
+        check(xu["model"] == model, f"{name}: x_unmask.model == {model}", repr(xu))
+    check(isinstance(xu["nfe"], int) and xu["nfe"] >= 1, f"{name}: x_unmask.nfe >= 1", repr(xu))
+
+
+ENGINE = {LLADA_ID: "diffusion", AR_ID: "ar"}
+
+
+def complete(client, model, max_tokens=32, temperature=0.0, **kw):
+    return client.completions.create(model=model, prompt=kw.pop("prompt", PROMPT),
+                                     max_tokens=max_tokens, temperature=temperature, **kw)
+
+
+def expect_status(fn, exc_type, status):
+    """Calls fn, expects the openai exception exc_type with status_code status; returns it."""
+    try:
+        r = fn()
+    except exc_type as e:
+        if getattr(e, "status_code", None) != status:
+            raise CheckFailed(f"expected HTTP {status}, got {e.status_code}: {e}")
+        return e
+    except openai.APIStatusError as e:
+        raise CheckFailed(f"expected {exc_type.__name__} ({status}), got "
+                          f"{type(e).__name__} {e.status_code}: {e.body}")
+    raise CheckFailed(f"expected {exc_type.__name__} ({status}), got a response: {str(r)[:300]}")
+
+
+def error_message(e):
+    body = e.body if isinstance(e.body, dict) else {}
+    err = body.get("error", body) if isinstance(body, dict) else {}
+    return str(err.get("message", "")) if isinstance(err, dict) else "", err
+
+
+# ----------------------------------------------------------------------------------------------
+# tests (each a function; a failing check aborts only that function)
+
+
+def t_health_and_root(url, client):
+    s, h, obj, _ = raw_json(url, "GET", "/health")
+    check(s == 200 and obj == {"status": "ok"}, "GET /health -> 200 {status: ok}", f"{s} {obj}")
+    s, h, data = raw(url, "GET", "/")
+    check(s == 200 and "html" in h.get("content-type", ""), "GET / -> 200 html (playground)",
+          f"{s} {h.get('content-type')}")
+
+
+def t_models(url, client):
+    page = client.models.list()
+    ids = [m.id for m in page.data]
+    check(LLADA_ID in ids and AR_ID in ids and "auto" in ids, "models.list: both ids and auto",
+          repr(ids))
+    for m in page.data:
+        if m.id in ENGINE:
+            xu = x_unmask(m)
+            check(isinstance(xu, dict) and xu.get("engine") == ENGINE[m.id]
+                  and isinstance(xu.get("max_model_len"), int) and "architecture" in xu,
+                  f"models.list: {m.id} x_unmask engine/architecture/max_model_len", repr(xu))
+
+
+def t_completions(url, client):
+    for model in (LLADA_ID, AR_ID, "auto"):
+        r = complete(client, model, max_tokens=24)
+        name = f"completions {model}"
+        check(r.object == "text_completion" and len(r.choices) == 1, f"{name}: one choice",
+              str(r)[:300])
+        c = r.choices[0]
+        check(isinstance(c.text, str) and c.text.strip() != "", f"{name}: text non-empty",
+              repr(c.text))
+        check(c.finish_reason in ("stop", "length"), f"{name}: finish_reason in stop/length",
+              repr(c.finish_reason))
+        check_usage(name, r.usage, 24)
+        xu = x_unmask(r)
+        if model == "auto":
+            check_x_unmask(name, xu)
+            rt = xu.get("router")
+            check(isinstance(rt, dict) and rt.get("choice") in ENGINE and "reason" in rt
+                  and isinstance(rt.get("predicted_ms"), (int, float)),
+                  f"{name}: x_unmask.router {{choice, reason, predicted_ms}}", repr(xu))
+            check(xu["model"] == rt["choice"] and xu["engine"] == ENGINE[rt["choice"]],
+                  f"{name}: router choice is the model that ran", repr(xu))
+        else:
+            check_x_unmask(name, xu, ENGINE[model], model)
+    r = client.completions.create(model=AR_ID, prompt=PROMPT, temperature=0)
+    check(r.usage.completion_tokens <= 16, "completions: default max_tokens 16",
+          f"completion_tokens {r.usage.completion_tokens}")
+
+
+def t_token_prompt(url, client):
+    s, _, obj, data = raw_json(url, "POST", "/tokenize", {"model": AR_ID, "prompt": PROMPT})
+    check(s == 200 and isinstance(obj, dict) and obj.get("tokens"), "tokenize for token prompt",
+          f"{s} {data[:200]!r}")
+    ids = obj["tokens"]
+    for model in (AR_ID, LLADA_ID):
+        r = client.completions.create(model=model, prompt=ids, max_tokens=8, temperature=0)
+        check(r.choices[0].text.strip() != "" and r.usage.prompt_tokens == len(ids),
+              f"completions {model}: prompt as token ids",
+              f"prompt_tokens {r.usage.prompt_tokens} vs {len(ids)} ids, text {r.choices[0].text!r}")
+
+
+def t_greedy_determinism(url, client):
+    for model in (LLADA_ID, AR_ID):
+        a = complete(client, model).choices[0].text
+        b = complete(client, model).choices[0].text
+        check(a == b, f"greedy determinism {model}", f"{a!r} != {b!r}")
+
+
+def t_seed(url, client):
+    kw = dict(max_tokens=32, temperature=0.8)
+    a = complete(client, AR_ID, seed=7, **kw).choices[0].text
+    b = complete(client, AR_ID, seed=7, **kw).choices[0].text
+    check(a == b, f"seed determinism {AR_ID} (T 0.8, seed 7)", f"{a!r} != {b!r}")
+    others = [complete(client, AR_ID, seed=s, **kw).choices[0].text for s in (8, 9)]
+    check(any(o != a for o in others), f"different seeds differ {AR_ID}", f"{a!r} vs {others!r}")
+
+
+def pick_stop(text):
+    """A stop string that occurs in text, after its start: ' word' of a word from the middle."""
+    words = [m for m in re.finditer(r" [A-Za-z]{3,}", text) if m.start() >= 4]
+    if not words:
+        return None
+    return words[len(words) // 2].group(0)
+
+
+def t_stop(url, client):
+    for model in (AR_ID, LLADA_ID):
+        full = complete(client, model, max_tokens=32).choices[0].text
+        stop = pick_stop(full)
+        check(stop is not None, f"stop {model}: greedy output has a word to stop at", repr(full))
+        want = full[:full.find(stop)]
+        r = complete(client, model, max_tokens=32, stop=[stop, "\u2603never\u2603"])
+        got = r.choices[0].text
+        check(got == want, f"stop {model}: text cut before {stop!r}",
+              f"got {got!r}, want {want!r} (full {full!r})")
+        check(r.choices[0].finish_reason == "stop", f"stop {model}: finish_reason stop",
+              repr(r.choices[0].finish_reason))
+        check_usage(f"stop {model}", r.usage, 32)
+    # a single string too
+    full = complete(client, AR_ID, max_tokens=32).choices[0].text
+    stop = pick_stop(full)
+    r = complete(client, AR_ID, max_tokens=32, stop=stop)
+    check(r.choices[0].text == full[:full.find(stop)] and r.choices[0].finish_reason == "stop",
+          "stop as a string", f"{r.choices[0].text!r} / {r.choices[0].finish_reason}")
+    e = expect_status(lambda: complete(client, AR_ID, stop=["a", "b", "c", "d", "e"]),
+                      openai.BadRequestError, 400)
+    msg, _ = error_message(e)
+    check("stop" in msg, "stop: 5 strings -> 400 naming stop", msg)
+
+
+def t_chat(url, client):
+    for model in (LLADA_ID, AR_ID):
+        name = f"chat {model}"
+        r = client.chat.completions.create(model=model, max_tokens=24, temperature=0,
+                                           messages=[{"role": "user", "content": PROMPT}])
+        check(r.object == "chat.completion" and len(r.choices) == 1, f"{name}: one choice",
+              str(r)[:300])
+        msg = r.choices[0].message
+        check(msg.role == "assistant" and isinstance(msg.content, str) and msg.content.strip(),
+              f"{name}: assistant message non-empty", repr(msg))
+        check(r.choices[0].finish_reason in ("stop", "length"), f"{name}: finish_reason",
+              repr(r.choices[0].finish_reason))
+        check_usage(name, r.usage, 24)
+        check_x_unmask(name, x_unmask(r), ENGINE[model], model)
+        # no chat template: one message's content is the prompt, so chat == completion (greedy)
+        c = complete(client, model, max_tokens=24).choices[0].text
+        check(msg.content == c, f"{name}: one user message == completion of its content",
+              f"chat {msg.content!r} vs completion {c!r}")
+        r = client.chat.completions.create(model=model, max_completion_tokens=8, temperature=0,
+                                           messages=[{"role": "user", "content": PROMPT}])
+        check(r.usage.completion_tokens <= 8, f"{name}: max_completion_tokens",
+              f"completion_tokens {r.usage.completion_tokens}")
+    # several messages: contents joined by a blank line (same tokens as the joined prompt)
+    msgs = [{"role": "system", "content": "Tell a story."}, {"role": "user", "content": PROMPT}]
+    s1, _, a, d1 = raw_json(url, "POST", "/tokenize", {"model": AR_ID, "messages": msgs})
+    s2, _, b, d2 = raw_json(url, "POST", "/tokenize",
+                            {"model": AR_ID, "prompt": "Tell a story.\n\n" + PROMPT})
+    check(s1 == 200 and s2 == 200 and a["tokens"] == b["tokens"],
+          "chat without template: contents joined by a blank line (tokenize)",
+          f"{s1} {d1[:300]!r} vs {s2} {d2[:300]!r}")
+
+
+def collect_stream(stream, chat):
+    """Returns (text, content_chunks, usage_chunks, finish_reasons in order, all chunks)."""
+    text, content, usage_chunks, finish, chunks = "", [], [], [], []
+    for ch in stream:
+        chunks.append(ch)
+        if not ch.choices:
+            usage_chunks.append(ch)
+            continue
+        c = ch.choices[0]
+        piece = (c.delta.content or "") if chat else (c.text or "")
+        text += piece
+        content.append(ch)
+        finish.append(c.finish_reason)
+    return text, content, usage_chunks, finish, chunks
+
+
+def t_streaming(url, client):
+    for chat in (False, True):
+        for model in (LLADA_ID, AR_ID):
+            kind = "chat" if chat else "completions"
+            name = f"stream {kind} {model}"
+            if chat:
+                msgs = [{"role": "user", "content": PROMPT}]
+                ref = client.chat.completions.create(model=model, messages=msgs, max_tokens=40,
+                                                     temperature=0)
+                ref_text = ref.choices[0].message.content
+                stream = client.chat.completions.create(
+                    model=model, messages=msgs, max_tokens=40, temperature=0, stream=True,
+                    stream_options={"include_usage": True})
+            else:
+                ref = complete(client, model, max_tokens=40)
+                ref_text = ref.choices[0].text
+                stream = client.completions.create(
+                    model=model, prompt=PROMPT, max_tokens=40, temperature=0, stream=True,
+                    stream_options={"include_usage": True})
+            with stream:
+                text, content, usage_chunks, finish, chunks = collect_stream(stream, chat)
+            check(text == ref_text, f"{name}: deltas == non-streaming text",
+                  f"{text!r} != {ref_text!r}")
+            check(len(usage_chunks) == 1 and chunks[-1] is usage_chunks[0],
+                  f"{name}: exactly one usage chunk, last, with empty choices",
+                  f"{len(usage_chunks)} usage chunks of {len(chunks)}")
+            u = usage_chunks[0].usage
+            check(u is not None and u.completion_tokens == ref.usage.completion_tokens
+                  and u.prompt_tokens == ref.usage.prompt_tokens
+                  and u.total_tokens == u.prompt_tokens + u.completion_tokens,
+                  f"{name}: usage chunk == non-streaming usage", f"{u} vs {ref.usage}")
+            check(isinstance(x_unmask(usage_chunks[0]), dict), f"{name}: usage chunk has x_unmask",
+                  str(usage_chunks[0])[:300])
+            check(content and finish[-1] in ("stop", "length")
+                  and all(f is None for f in finish[:-1]),
+                  f"{name}: finish_reason on the last content chunk only", repr(finish))
+            check(finish[-1] == ref.choices[0].finish_reason,
+                  f"{name}: finish_reason == non-streaming", f"{finish[-1]} vs "
+                  f"{ref.choices[0].finish_reason}")
+            check(all(c.usage is None for c in content), f"{name}: no usage on content chunks")
+    # without include_usage: no usage chunk
+    stream = client.completions.create(model=AR_ID, prompt=PROMPT, max_tokens=16, temperature=0,
+                                       stream=True)
+    with stream:
+        _, content, usage_chunks, _, _ = collect_stream(stream, False)
+    check(not usage_chunks and content, "stream without include_usage: no usage chunk",
+          f"{len(usage_chunks)} usage chunks")
+    # the wire format itself
+    s, h, data = raw(url, "POST", "/v1/completions",
+                     {"model": AR_ID, "prompt": PROMPT, "max_tokens": 8, "stream": True})
+    lines = [ln for ln in data.decode().split("\n") if ln and not ln.startswith(":")]
+    check(s == 200 and h.get("content-type", "").startswith("text/event-stream")
+          and lines and all(ln.startswith("data: ") for ln in lines)
+          and lines[-1] == "data: [DONE]" and data.endswith(b"\n\n"),
+          "stream wire format: text/event-stream, data: lines, data: [DONE]",
+          f"{s} {h.get('content-type')} {data[-200:]!r}")
+
+
+def t_extensions(url, client):
+    exact = {"cache": "none", "commit": "fixed", "steps": 32, "block_length": 32}
+    r_exact = complete(client, LLADA_ID, max_tokens=32, extra_body=exact)
+    xe = x_unmask(r_exact)
+    check(xe["nfe"] == 32, "extensions: exact steps 32 -> nfe 32", repr(xe))
+    r = complete(client, LLADA_ID, max_tokens=32, extra_body={"steps": 16})
+    check(x_unmask(r)["nfe"] == 16, "extensions: steps 16 -> nfe 16", repr(x_unmask(r)))
+    for body in ({"cache": "dual", "commit": "threshold", "threshold": 0.9, "block_length": 16},
+                 {"cache": "dual", "threshold": 0.9, "block_length": 16}):
+        r = complete(client, LLADA_ID, max_tokens=32, extra_body=body)
+        xu = x_unmask(r)
+        check(r.choices[0].text.strip() != "" and xu["nfe"] < xe["nfe"],
+              f"extensions: {json.dumps(body)} accepted, nfe {xu['nfe']} < exact {xe['nfe']}",
+              f"nfe {xu['nfe']} vs exact {xe['nfe']}: {xu}")
+    r = complete(client, LLADA_ID, max_tokens=20, extra_body={"block_length": 8, "steps": 24})
+    check(r.usage.completion_tokens <= 20, "extensions: max_tokens 20 with block 8 cut to 20",
+          f"completion_tokens {r.usage.completion_tokens}")
+    e = expect_status(lambda: complete(client, LLADA_ID, extra_body={"cache": "bogus"}),
+                      openai.BadRequestError, 400)
+    msg, _ = error_message(e)
+    check("cache" in msg, "extensions: cache 'bogus' -> 400 naming cache", msg)
+    # x_canvas: canvas chunks in the stream (raw: they are not OpenAI chunks)
+    s, h, data = raw(url, "POST", "/v1/completions",
+                     {"model": LLADA_ID, "prompt": PROMPT, "max_tokens": 16, "temperature": 0,
+                      "stream": True, "x_canvas": True})
+    events = [json.loads(ln[6:]) for ln in data.decode().split("\n")
+              if ln.startswith("data: ") and ln != "data: [DONE]"]
+    canvas = [ev for ev in events if ev.get("object") == "unmask.canvas"]
+    ok = (s == 200 and canvas and all(isinstance(c.get("tokens"), list) and len(c["tokens"]) >= 16
+                                      and "step" in c and "nfe" in c for c in canvas)
+          and None not in canvas[-1]["tokens"])
+    check(ok, f"x_canvas: {len(canvas)} canvas chunks, last one fully unmasked",
+          f"{s} {data[:400]!r}")
+
+
+def t_errors(url, client):
+    for fn, what in ((lambda: complete(client, "no-such-model"), "completions"),
+                     (lambda: client.chat.completions.create(
+                         model="no-such-model", messages=[{"role": "user", "content": "hi"}]),
+                      "chat")):
+        e = expect_status(fn, openai.NotFoundError, 404)
+        check(error_message(e)[0] != "", f"unknown model ({what}) -> NotFoundError 404", str(e))
+    for field, kw in (("temperature", {"temperature": -1}), ("max_tokens", {"max_tokens": 0}),
+                      ("n", {"n": 2}), ("top_p", {"top_p": 2})):
+        args = {"max_tokens": 8, "temperature": 0, **kw}
+        for model in (AR_ID, LLADA_ID):
+            e = expect_status(lambda: client.completions.create(model=model, prompt=PROMPT, **args),
+                              openai.BadRequestError, 400)
+            msg, err = error_message(e)
+            named = re.search(rf"(?<![A-Za-z_]){re.escape(field)}(?![A-Za-z_])", msg) \
+                or err.get("param") == field
+            check(named, f"{field} {kw[field]} ({model}) -> 400 naming {field}", msg)
+    e = expect_status(lambda: complete(client, AR_ID, max_tokens=100000), openai.APIStatusError, 413)
+    check(error_message(e)[0] != "", "max_tokens 100000 -> 413", str(e))
+    e = expect_status(lambda: complete(client, LLADA_ID, max_tokens=100000), openai.APIStatusError,
+                      413)
+    check(error_message(e)[0] != "", "max_tokens 100000 (diffusion) -> 413", str(e))
+    long_prompt = " ".join(["Once upon a time there was a little cat."] * 60)
+    e = expect_status(lambda: complete(client, AR_ID, prompt=long_prompt, max_tokens=8),
+                      openai.APIStatusError, 413)
+    check(True, "prompt longer than the context -> 413")
+    e = expect_status(lambda: client.chat.completions.create(
+        model=AR_ID, max_tokens=100000, messages=[{"role": "user", "content": "hi"}]),
+        openai.APIStatusError, 413)
+    check(True, "chat max_tokens 100000 -> 413")
+    for path in ("/v1/completions", "/v1/chat/completions", "/tokenize"):
+        for body, what in ((b'{"model": "x", "prompt": ', "truncated JSON"),
+                           (b"not json at all", "not JSON"), (b"[1, 2]", "a JSON array"),
+                           (b"", "empty body")):
+            s, h, data = raw(url, "POST", path, body, {"Content-Type": "application/json"})
+            try:
+                obj = json.loads(data)
+            except ValueError:
+                obj = None
+            check(s == 400 and is_error_object(obj), f"{what} to {path} -> 400 error object",
+                  f"{s} {data[:300]!r}")
+    s, h, obj, data = raw_json(url, "POST", "/v1/completions", {"model": AR_ID, "max_tokens": 4})
+    check(s == 400 and is_error_object(obj), "completions without prompt -> 400", f"{s} {data[:300]!r}")
+    s, h, obj, data = raw_json(url, "POST", "/v1/chat/completions", {"model": AR_ID})
+    check(s == 400 and is_error_object(obj), "chat without messages -> 400", f"{s} {data[:300]!r}")
+    s, h, obj, data = raw_json(url, "POST", "/v1/completions",
+                               {"model": AR_ID, "prompt": PROMPT, "max_tokens": "many"})
+    check(s == 400 and is_error_object(obj) and "max_tokens" in obj["error"]["message"],
+          "max_tokens of the wrong type -> 400 naming it", f"{s} {data[:300]!r}")
+    for method, path in (("GET", "/v1/nope"), ("POST", "/v2/completions"), ("GET", "/nope")):
+        s, h, obj, data = raw_json(url, method, path, {} if method == "POST" else None)
+        check(s == 404 and is_error_object(obj), f"{method} {path} -> 404 error object",
+              f"{s} {data[:300]!r}")
+    # unknown fields are ignored
+    r = complete(client, AR_ID, max_tokens=4, extra_body={"frobnicate": 3})
+    check(r.choices[0].text != "", "unknown field ignored")
+
+
+def t_tokenize(url, client):
+    text = "Lily and Tom were playing with their blocks in the living room."
+    for model in (AR_ID, LLADA_ID):
+        s, _, a, d = raw_json(url, "POST", "/tokenize",
+                              {"model": model, "prompt": text, "add_special": False})
+        check(s == 200 and isinstance(a, dict) and isinstance(a.get("tokens"), list)
+              and a["count"] == len(a["tokens"]) and isinstance(a.get("max_model_len"), int),
+              f"tokenize {model}: tokens, count, max_model_len", f"{s} {d[:300]!r}")
+        s, _, b, d = raw_json(url, "POST", "/tokenize", {"model": model, "prompt": text})
+        check(s == 200 and b["count"] == a["count"] + 1 and b["tokens"][1:] == a["tokens"],
+              f"tokenize {model}: add_special (default true) adds BOS", f"{a} vs {b}")
+        s, _, c, d = raw_json(url, "POST", "/detokenize", {"model": model, "tokens": a["tokens"]})
+        check(s == 200 and isinstance(c, dict) and c.get("prompt") == text,
+              f"detokenize {model}: round trip", f"{s} {d[:300]!r}")
+    s, _, obj, d = raw_json(url, "POST", "/tokenize", {"model": "no-such-model", "prompt": "x"})
+    check(s == 404 and is_error_object(obj), "tokenize unknown model -> 404", f"{s} {d[:300]!r}")
+
+
+def t_metrics(url, client):
+    s, h, _ = raw(url, "GET", "/metrics")
+    check(s == 200 and h.get("content-type", "").startswith("text/plain"),
+          "GET /metrics -> 200 text/plain", f"{s} {h.get('content-type')}")
+    text0, m0 = metrics(url)
+    for name in ("unmask:requests_total", "unmask:time_to_first_token_seconds_bucket",
+                 "unmask:num_requests_running"):
+        check(name in text0, f"/metrics has {name}")
+    complete(client, AR_ID, max_tokens=4)
+    complete(client, LLADA_ID, max_tokens=4)
+    deadline = time.time() + 3
+    while True:
+        text1, m1 = metrics(url)
+        d_req = msum(m1, "unmask:requests_total") - msum(m0, "unmask:requests_total")
+        d_ttft = (msum(m1, "unmask:time_to_first_token_seconds_count")
+                  - msum(m0, "unmask:time_to_first_token_seconds_count"))
+        d_inf = (msum(m1, "unmask:time_to_first_token_seconds_bucket", le="+Inf")
+                 - msum(m0, "unmask:time_to_first_token_seconds_bucket", le="+Inf"))
+        if (d_req >= 2 and d_inf >= 2) or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    check(d_req >= 2, "metrics: requests_total +2 after two requests", f"+{d_req}")
+    check(d_inf >= 2, "metrics: time_to_first_token_seconds_bucket{le=+Inf} +2", f"+{d_inf}")
+    if "unmask:time_to_first_token_seconds_count" in text1:
+        check(d_ttft >= 2, "metrics: time_to_first_token_seconds_count +2", f"+{d_ttft}")
+    for model in (AR_ID, LLADA_ID):
+        check(msum(m1, "unmask:requests_total", model=model) > 0,
+              f"metrics: requests_total has model=\"{model}\"")
+
+
+def wait_idle_and_abort(url, m0, name, wait_s=5.0):
+    """Polls /metrics until num_requests_running is 0 for every model and the abort counter rose."""
+    a0 = msum(m0, "unmask:requests_total", outcome="abort")
+    deadline = time.time() + wait_s
+    while True:
+        _, m = metrics(url)
+        running = mvalues(m, "unmask:num_requests_running")
+        a1 = msum(m, "unmask:requests_total", outcome="abort")
+        idle = running and all(v == 0 for _, v in running)
+        if (idle and a1 > a0) or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    check(idle, f"{name}: num_requests_running 0 for all models within {wait_s:.0f} s",
+          repr(running))
+    check(a1 > a0, f"{name}: requests_total{{outcome=\"abort\"}} increased", f"{a0} -> {a1}")
+
+
+def long_diffusion_prompt(url):
+    """A prompt that leaves exactly room for 128 generated tokens: the longest exact request."""
+    story = ("Lily and Tom were playing with their blocks in the living room. They liked to build "
+             "towers and houses and bridges with the colorful blocks. ") * 20
+    s, _, obj, d = raw_json(url, "POST", "/tokenize", {"model": LLADA_ID, "prompt": story})
+    room = obj["max_model_len"] - 128
+    s, _, txt, d = raw_json(url, "POST", "/detokenize",
+                            {"model": LLADA_ID, "tokens": obj["tokens"][1:room - 8]})
+    return txt["prompt"]
+
+
+LONG = {"cache": "none", "commit": "fixed", "steps": 128, "block_length": 32}
+
+
+def t_cancel_stream(url, client):
+    prompt = long_diffusion_prompt(url)
+    # how long does it take uncancelled?
+    t0 = time.time()
+    full = complete(client, LLADA_ID, prompt=prompt, max_tokens=128, extra_body=LONG)
+    full_s = time.time() - t0
+    print(f"info  long exact diffusion request: {full_s:.2f} s, nfe {x_unmask(full)['nfe']}")
+    _, m0 = metrics(url)
+    stream = client.completions.create(model=LLADA_ID, prompt=prompt, max_tokens=128,
+                                       temperature=0, stream=True, extra_body=LONG)
+    got = 0
+    t0 = time.time()
+    for ch in stream:
+        if ch.choices and (ch.choices[0].text or ""):
+            got += 1
+            if got >= 1:
+                break
+    stream.close()
+    print(f"info  closed the stream after {got} chunk(s), {time.time() - t0:.2f} s")
+    check(got >= 1, "cancel stream: read a content chunk before closing")
+    wait_idle_and_abort(url, m0, "cancel stream")
+
+
+def t_cancel_timeout(url, client):
+    prompt = long_diffusion_prompt(url)
+    _, m0 = metrics(url)
+    t0 = time.time()
+    try:
+        r = client.with_options(timeout=0.3).completions.create(
+            model=LLADA_ID, prompt=prompt, max_tokens=128, temperature=0, extra_body=LONG)
+        raise CheckFailed(f"client timeout 0.3 s: the request finished first ({time.time() - t0:.2f}"
+                          f" s, {r.usage}); cannot test server-side abort")
+    except openai.APITimeoutError:
+        pass
+    check(True, "cancel by client timeout: openai.APITimeoutError after 0.3 s")
+    wait_idle_and_abort(url, m0, "cancel by client timeout")
+
+
+TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_determinism, t_seed,
+         t_stop, t_chat, t_streaming, t_extensions, t_errors, t_tokenize, t_metrics,
+         t_cancel_stream, t_cancel_timeout]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "bin", "unmask"))
+    ap.add_argument("-k", help="run only the tests whose name contains this")
+    args = ap.parse_args()
+    tests = [t for t in TESTS if not args.k or args.k in t.__name__]
+    srv = UnmaskServer(args.unmask, ["-m", LLADA, "-m", AR, "-t", "1"])
+    failed = []
+    try:
+        srv.__enter__()
+        client = OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=TIMEOUT_S)
+        print(f"info  server {srv.url} (log {srv.log})", flush=True)
+        for t in tests:
+            try:
+                t(srv.url, client)
+            except CheckFailed as e:
+                failed.append(f"{t.__name__}: {e}")
+                print(f"FAIL  {t.__name__}: {e}", flush=True)
+            except Exception as e:  # an unexpected exception is a failure of that test
+                failed.append(f"{t.__name__}: {type(e).__name__}: {e}")
+                print(f"FAIL  {t.__name__}: unexpected {type(e).__name__}: {e}", flush=True)
+                traceback.print_exc()
+            if not srv.alive():
+                failed.append(f"server died (exit {srv.proc.returncode}) during {t.__name__}")
+                print(f"FAIL  server died during {t.__name__}", flush=True)
+                break
+        if srv.alive():
+            s, _, obj, _ = raw_json(srv.url, "GET", "/health", timeout=10)
+            if s == 200:
+                print("ok    server alive and healthy after all tests")
+            else:
+                failed.append(f"/health -> {s} after all tests")
+    except Exception as e:
+        failed.append(f"setup: {type(e).__name__}: {e}")
+        print(f"FAIL  setup: {e}", flush=True)
+    finally:
+        srv.__exit__(None, None, None)
+    if failed:
+        log = srv.stderr() if srv.log else ""
+        print(f"\n{len(failed)} test(s) FAILED, {check.passed} checks passed:", file=sys.stderr)
+        for f in failed:
+            print(f"  {f}", file=sys.stderr)
+        print(f"--- server log (last 3000 chars of {srv.log}) ---\n{log[-3000:]}", file=sys.stderr)
+        return 1
+    print(f"all {check.passed} checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

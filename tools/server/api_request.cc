@@ -1,0 +1,269 @@
+#include "server/api_request.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace unmask::server {
+namespace {
+
+using nlohmann::json;
+
+ApiError Bad(const std::string& param, const std::string& message) {
+  ApiError e;
+  e.status = 400;
+  e.param = param;
+  e.message = message;
+  return e;
+}
+
+// Typed readers: absent or null -> nullopt; a wrong type or range -> an error naming the field.
+std::optional<ApiError> ReadNumber(const json& j, const char* key, double lo, double hi,
+                                   std::optional<double>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return Bad(key, std::string("'") + key + "' must be a number");
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    return Bad(key, std::string("'") + key + "' must be in [" + json(lo).dump() + ", " +
+                        json(hi).dump() + "], got " + it->dump());
+  }
+  *out = v;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadInt(const json& j, const char* key, int64_t lo, int64_t hi,
+                                std::optional<int64_t>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  const std::string range = std::string("'") + key + "' must be an integer in [" +
+                            std::to_string(lo) + ", " + std::to_string(hi) + "], got " + it->dump();
+  int64_t v = 0;
+  if (it->is_number_unsigned()) {
+    if (it->get<uint64_t>() > static_cast<uint64_t>(hi)) return Bad(key, range);
+    v = static_cast<int64_t>(it->get<uint64_t>());
+  } else if (it->is_number_integer()) {
+    v = it->get<int64_t>();
+  } else if (it->is_number_float()) {  // 16.0 is 16 (JavaScript clients send floats)
+    const double d = it->get<double>();
+    if (!std::isfinite(d) || std::floor(d) != d || std::fabs(d) > 9e15) return Bad(key, range);
+    v = static_cast<int64_t>(d);
+  } else {
+    return Bad(key, range);
+  }
+  if (v < lo || v > hi) return Bad(key, range);
+  *out = v;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadBool(const json& j, const char* key, std::optional<bool>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return Bad(key, std::string("'") + key + "' must be a boolean");
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadString(const json& j, const char* key,
+                                   std::optional<std::string>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return Bad(key, std::string("'") + key + "' must be a string");
+  *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadIds(const json& arr, const char* key, std::vector<int32_t>* out) {
+  for (const json& v : arr) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+        v.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return Bad(key, std::string("'") + key + "' token ids must be non-negative integers");
+    }
+    out->push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadPrompt(const json& j, ApiRequest* r) {
+  auto it = j.find("prompt");
+  if (it == j.end() || it->is_null()) return Bad("prompt", "'prompt' is required");
+  const json& p = *it;
+  if (p.is_string()) {
+    r->prompt_text = p.get<std::string>();
+    return std::nullopt;
+  }
+  if (!p.is_array()) return Bad("prompt", "'prompt' must be a string or an array");
+  if (p.empty()) return Bad("prompt", "'prompt' must not be empty");
+  if (p[0].is_number()) {
+    r->prompt_is_ids = true;
+    return ReadIds(p, "prompt", &r->prompt_ids);
+  }
+  if (p.size() > 1) {
+    return Bad("prompt", "only one prompt per request is supported (got " +
+                             std::to_string(p.size()) + ")");
+  }
+  if (p[0].is_string()) {
+    r->prompt_text = p[0].get<std::string>();
+    return std::nullopt;
+  }
+  if (p[0].is_array()) {
+    r->prompt_is_ids = true;
+    if (p[0].empty()) return Bad("prompt", "'prompt' must not be empty");
+    return ReadIds(p[0], "prompt", &r->prompt_ids);
+  }
+  return Bad("prompt", "'prompt' must be a string, a list of token ids, or a list of one of them");
+}
+
+std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
+  auto it = j.find("messages");
+  if (it == j.end() || !it->is_array() || it->empty()) {
+    return Bad("messages", "'messages' must be a non-empty array");
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return Bad(where, where + " must be an object");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return Bad(where + ".role", where + ".role must be a string");
+    ChatMessage msg;
+    msg.role = role->get<std::string>();
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      msg.content = "";
+    } else if (content->is_string()) {
+      msg.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      // Content parts: only text parts are supported.
+      for (const json& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+          return Bad(where + ".content",
+                     where + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported");
+        }
+        msg.content += part["text"].get<std::string>();
+      }
+    } else {
+      return Bad(where + ".content", where + ".content must be a string or an array of parts");
+    }
+    r->messages.push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out) {
+  ApiRequest r;
+  r.chat = chat;
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
+  if (!j.is_object()) return Bad("", "the request body must be a JSON object");
+  static const std::set<std::string> kKnown = {
+      "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
+      "top_k", "min_p", "frequency_penalty", "presence_penalty", "stop", "seed", "stream",
+      "stream_options", "n", "steps", "block_length", "remasking", "cache", "commit", "threshold",
+      "factor", "low_threshold", "cfg_scale", "early_stop", "latency_target_ms", "timeout",
+      "x_canvas", "speculative", "user", "logprobs", "echo", "best_of", "suffix"};
+  for (const auto& [key, value] : j.items()) {
+    if (!kKnown.count(key)) r.ignored_fields.push_back(key);
+  }
+
+  std::optional<std::string> model;
+  if (auto e = ReadString(j, "model", &model)) return e;
+  if (!model || model->empty()) return Bad("model", "'model' is required (see GET /v1/models)");
+  r.model = *model;
+  if (chat) {
+    if (auto e = ReadMessages(j, &r)) return e;
+  } else {
+    if (auto e = ReadPrompt(j, &r)) return e;
+  }
+  constexpr int64_t kMaxLen = int64_t{1} << 24;
+  std::optional<int64_t> max_tokens, max_completion_tokens, n, top_k, steps, block_length;
+  if (auto e = ReadInt(j, "max_tokens", 1, kMaxLen, &max_tokens)) return e;
+  if (auto e = ReadInt(j, "max_completion_tokens", 1, kMaxLen, &max_completion_tokens)) return e;
+  r.max_tokens = max_completion_tokens ? *max_completion_tokens
+                 : max_tokens          ? *max_tokens
+                 : chat                ? 128
+                                       : 16;
+  if (auto e = ReadInt(j, "n", 1, kMaxLen, &n)) return e;
+  if (n && *n != 1) {
+    return Bad("n", "'n' must be 1: unmask returns one choice per request (send n requests)");
+  }
+  if (j.contains("best_of") && !j["best_of"].is_null() &&
+      !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() == 1)) {
+    return Bad("best_of", "'best_of' is not supported (only 1)");
+  }
+  if (j.contains("echo") && j["echo"].is_boolean() && j["echo"].get<bool>()) {
+    return Bad("echo", "'echo' is not supported");
+  }
+  if (j.contains("logprobs") && !j["logprobs"].is_null() && j["logprobs"] != false &&
+      j["logprobs"] != 0) {
+    return Bad("logprobs", "'logprobs' is not supported");
+  }
+  if (j.contains("suffix") && !j["suffix"].is_null()) {
+    return Bad("suffix", "'suffix' is not supported");
+  }
+  if (auto e = ReadNumber(j, "temperature", 0, 100, &r.temperature)) return e;
+  if (auto e = ReadNumber(j, "top_p", 1e-9, 1, &r.top_p)) return e;
+  if (auto e = ReadInt(j, "top_k", -1, kMaxLen, &top_k)) return e;
+  r.top_k = top_k;
+  if (auto e = ReadNumber(j, "min_p", 0, 1, &r.min_p)) return e;
+  if (auto e = ReadNumber(j, "frequency_penalty", -2, 2, &r.frequency_penalty)) return e;
+  if (auto e = ReadNumber(j, "presence_penalty", -2, 2, &r.presence_penalty)) return e;
+  if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
+    if (it->is_string()) {
+      if (!it->get<std::string>().empty()) r.stop.push_back(it->get<std::string>());
+    } else if (it->is_array()) {
+      if (it->size() > 16) return Bad("stop", "'stop' may hold at most 16 strings");
+      for (const json& s : *it) {
+        if (!s.is_string()) return Bad("stop", "'stop' must be a string or a list of strings");
+        if (!s.get<std::string>().empty()) r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return Bad("stop", "'stop' must be a string or a list of strings");
+    }
+  }
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return Bad("seed", "'seed' must be an integer");
+    r.seed = it->is_number_unsigned() ? it->get<uint64_t>()
+                                      : static_cast<uint64_t>(it->get<int64_t>());
+  }
+  std::optional<bool> stream, x_canvas;
+  if (auto e = ReadBool(j, "stream", &stream)) return e;
+  r.stream = stream.value_or(false);
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return Bad("stream_options", "'stream_options' must be an object");
+    std::optional<bool> usage;
+    if (auto e = ReadBool(*it, "include_usage", &usage)) {
+      e->param = "stream_options.include_usage";
+      return e;
+    }
+    r.include_usage = usage.value_or(false);
+  }
+  // Extensions.
+  if (auto e = ReadInt(j, "steps", 1, kMaxLen, &steps)) return e;
+  if (auto e = ReadInt(j, "block_length", 1, kMaxLen, &block_length)) return e;
+  r.steps = steps;
+  r.block_length = block_length;
+  if (auto e = ReadString(j, "remasking", &r.remasking)) return e;
+  if (auto e = ReadString(j, "cache", &r.cache)) return e;
+  if (auto e = ReadString(j, "commit", &r.commit)) return e;
+  if (auto e = ReadNumber(j, "threshold", 1e-9, 1, &r.threshold)) return e;
+  if (auto e = ReadNumber(j, "factor", 1e-9, 1e6, &r.factor)) return e;
+  if (auto e = ReadNumber(j, "low_threshold", 0, 1, &r.low_threshold)) return e;
+  if (auto e = ReadNumber(j, "cfg_scale", 0, 1e3, &r.cfg_scale)) return e;
+  if (auto e = ReadBool(j, "early_stop", &r.early_stop)) return e;
+  if (auto e = ReadNumber(j, "latency_target_ms", 1e-3, 1e9, &r.latency_target_ms)) return e;
+  if (auto e = ReadNumber(j, "timeout", 1e-3, 1e7, &r.timeout_s)) return e;
+  if (auto e = ReadBool(j, "x_canvas", &x_canvas)) return e;
+  r.x_canvas = x_canvas.value_or(false);
+  if (auto e = ReadString(j, "speculative", &r.speculative)) return e;
+  if (r.speculative && *r.speculative != "none" && *r.speculative != "lookup") {
+    return Bad("speculative", "'speculative' must be \"none\" or \"lookup\"");
+  }
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+}  // namespace unmask::server

@@ -1,0 +1,53 @@
+// JSON bodies of the OpenAI API responses (completion, chat completion, stream chunks, errors),
+// with unmask's `x_unmask` extension object (docs/serving.md "Responses").
+#ifndef UNMASK_TOOLS_SERVER_API_RESPONSE_H_
+#define UNMASK_TOOLS_SERVER_API_RESPONSE_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "engine/request.h"
+#include "engine/router.h"
+#include "server/api_request.h"
+
+namespace unmask::server {
+
+// {"error": {"message", "type", "param", "code"}}.
+std::string ErrorBody(const ApiError& e);
+ApiError MakeError(int status, std::string message, std::string type = "",
+                   std::string param = "");
+
+// What every response of one request shares.
+struct ResponseHead {
+  std::string id;       // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;  // Unix seconds
+  std::string model;    // the model that ran
+  bool chat = false;
+};
+
+// OpenAI finish_reason of an engine finish ("stop" | "length"; deadline -> "length").
+const char* ApiFinishReason(FinishReason r);
+
+nlohmann::json UsageJson(const RequestStats& s);
+// x_unmask: model, engine, nfe, tokens_per_forward, forward_positions, queue_ms, ttft_ms, total_ms,
+// finish_detail (deadline), speculative counters, router (when routed).
+nlohmann::json XUnmaskJson(const ResponseHead& head, const char* engine, FinishReason finish,
+                           const RequestStats& s, const std::optional<RouteDecision>& route);
+
+// The non-streaming body.
+nlohmann::json CompletionBody(const ResponseHead& head, const std::string& text,
+                              FinishReason finish, const nlohmann::json& usage,
+                              const nlohmann::json& x_unmask);
+// A streaming chunk: `text` (nullptr: none), the first chat chunk carries the role, `finish`
+// (nullptr: none yet).
+nlohmann::json ChunkBody(const ResponseHead& head, const std::string* text, bool first,
+                         const char* finish);
+// The usage chunk (empty choices).
+nlohmann::json UsageChunkBody(const ResponseHead& head, const nlohmann::json& usage,
+                              const nlohmann::json& x_unmask);
+
+}  // namespace unmask::server
+
+#endif  // UNMASK_TOOLS_SERVER_API_RESPONSE_H_

@@ -1,0 +1,390 @@
+// POST /v1/completions and /v1/chat/completions: request -> prompt ids -> (router) -> engine
+// request -> scheduler; the response streams (SSE) or is sent whole. Both kinds of response are
+// written from an httplib content provider, which lets the handler notice a client that went away
+// (a failed write) and cancel its request: streams write a chunk per event and an SSE comment
+// every second of silence; whole responses write a single space (JSON allows leading whitespace)
+// every second until the body is ready.
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "server/api_response.h"
+#include "server/server.h"
+
+namespace unmask::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+constexpr int kPingEvery = 10;  // polls of silence between keep-alive writes (1 s)
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+uint64_t RandomSeed() {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return gen();
+}
+
+// Everything the content provider needs, kept alive by the provider's shared_ptr.
+struct Exchange {
+  std::shared_ptr<RequestStream> stream;
+  ResponseHead head;
+  const char* engine = "ar";
+  bool stream_mode = false;
+  bool include_usage = false;
+  int32_t mask_id = -1;
+  const Tokenizer* tokenizer = nullptr;
+  std::optional<RouteDecision> route;
+  std::string log_prefix;
+};
+
+void LogDone(const Exchange& x, const StreamEvent& e) {
+  std::fprintf(stderr,
+               "unmask serve: %s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
+               "queue=%.0fms ttft=%.0fms total=%.0fms%s%s\n",
+               x.log_prefix.c_str(), x.head.model.c_str(),
+               std::string(FinishReasonName(e.finish)).c_str(),
+               static_cast<long long>(e.stats.prompt_tokens),
+               static_cast<long long>(e.stats.completion_tokens),
+               static_cast<long long>(e.stats.nfe), e.stats.queue_ms, e.stats.ttft_ms,
+               e.stats.total_ms, e.status.ok() ? "" : " error=", e.status.ok() ? "" :
+               e.status.message().c_str());
+}
+
+bool WriteSse(httplib::DataSink& sink, const std::string& data) {
+  const std::string line = "data: " + data + "\n\n";
+  return sink.write(line.data(), line.size());
+}
+
+// The whole streaming response; false when the client is gone.
+bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
+  bool first = true;
+  int silent = 0;
+  StreamEvent e;
+  for (;;) {
+    if (!x.stream->Pop(&e, kPollInterval)) {
+      if (++silent >= kPingEvery) {
+        silent = 0;
+        static const char kPing[] = ": ping\n\n";
+        if (!sink.write(kPing, sizeof(kPing) - 1)) return false;
+      }
+      continue;
+    }
+    silent = 0;
+    if (e.type == StreamEvent::Type::kText) {
+      if (!WriteSse(sink, Dump(ChunkBody(x.head, &e.text, first, nullptr)))) return false;
+      first = false;
+      continue;
+    }
+    if (e.type == StreamEvent::Type::kCanvas) {
+      json tokens = json::array();
+      for (int32_t t : e.canvas) {
+        if (t == e.mask_id) {
+          tokens.push_back(nullptr);
+        } else {
+          const int32_t one[1] = {t};
+          tokens.push_back(x.tokenizer->Decode(one, /*skip_special=*/false));
+        }
+      }
+      json c = {{"id", x.head.id},     {"object", "unmask.canvas"}, {"model", x.head.model},
+                {"step", e.step},      {"block", e.block},          {"nfe", e.step + 1},
+                {"elapsed_ms", e.elapsed_ms}, {"tokens", tokens}};
+      if (!WriteSse(sink, Dump(c))) return false;
+      continue;
+    }
+    // kDone.
+    LogDone(x, e);
+    if (e.finish == FinishReason::kError) {
+      const ApiError err = MakeError(500, "generation failed: " + e.status.message());
+      if (!WriteSse(sink, ErrorBody(err))) return false;
+    } else {
+      const json usage = UsageJson(e.stats);
+      const json xu = XUnmaskJson(x.head, x.engine, e.finish, e.stats, x.route);
+      json last = ChunkBody(x.head, nullptr, first, ApiFinishReason(e.finish));
+      if (!x.include_usage) last["x_unmask"] = xu;
+      if (!WriteSse(sink, Dump(last))) return false;
+      if (x.include_usage && !WriteSse(sink, Dump(UsageChunkBody(x.head, usage, xu)))) {
+        return false;
+      }
+    }
+    static const char kDone[] = "data: [DONE]\n\n";
+    if (!sink.write(kDone, sizeof(kDone) - 1)) return false;
+    sink.done();
+    return true;
+  }
+}
+
+// The whole non-streaming response; false when the client is gone.
+bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
+  std::string text;
+  int silent = 0;
+  StreamEvent e;
+  for (;;) {
+    if (!x.stream->Pop(&e, kPollInterval)) {
+      if (++silent >= kPingEvery) {
+        silent = 0;
+        if (!sink.write(" ", 1)) return false;
+      }
+      continue;
+    }
+    if (e.type == StreamEvent::Type::kText) text += e.text;
+    if (e.type != StreamEvent::Type::kDone) continue;
+    LogDone(x, e);
+    std::string body;
+    if (e.finish == FinishReason::kError) {
+      body = ErrorBody(MakeError(500, "generation failed: " + e.status.message()));
+    } else {
+      body = Dump(CompletionBody(x.head, text, e.finish, UsageJson(e.stats),
+                                 XUnmaskJson(x.head, x.engine, e.finish, e.stats, x.route)));
+    }
+    body += "\n";
+    if (!sink.write(body.data(), body.size())) return false;
+    sink.done();
+    return true;
+  }
+}
+
+}  // namespace
+
+std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel& m,
+                                          std::vector<int32_t>* ids) const {
+  const Tokenizer& tok = *m.loaded.tokenizer;
+  const ModelConfig& c = m.loaded.model->config();
+  if (r.prompt_is_ids) {
+    for (int32_t id : r.prompt_ids) {
+      if (id >= c.vocab_size) {
+        return MakeError(400, "prompt token id " + std::to_string(id) + " is outside [0, " +
+                                  std::to_string(c.vocab_size) + ") of " + m.id,
+                         "", "prompt");
+      }
+    }
+    *ids = r.prompt_ids;
+    return std::nullopt;
+  }
+  std::string text = r.prompt_text;
+  std::string user_text = r.prompt_text;
+  bool templated = false;
+  if (r.chat) {
+    user_text.clear();
+    for (const ChatMessage& msg : r.messages) user_text += msg.content;
+    if (!tok.chat_template().empty()) {
+      auto rendered = tok.ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true);
+      if (!rendered.ok()) {
+        return MakeError(400, "the chat template of " + m.id +
+                                  " cannot render these messages: " + rendered.status().message(),
+                         "", "messages");
+      }
+      text = *std::move(rendered);
+      templated = true;
+    } else {
+      // No template (the twins): the messages' contents, joined by a blank line.
+      text.clear();
+      for (size_t i = 0; i < r.messages.size(); ++i) {
+        if (i > 0) text += "\n\n";
+        text += r.messages[i].content;
+      }
+    }
+  }
+  const int32_t bos = tok.special().bos;
+  const bool starts_with_bos =
+      templated && bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
+  *ids = tok.Encode(text, !starts_with_bos, /*parse_special=*/templated);
+  if (ids->empty() || tok.Encode(user_text, false, false).empty()) {
+    return MakeError(400, "the prompt is empty (no tokens with " + m.id + "'s vocabulary)", "",
+                     r.chat ? "messages" : "prompt");
+  }
+  if (c.is_diffusion()) {
+    for (int32_t id : *ids) {
+      if (id == tok.special().mask) {
+        return MakeError(400,
+                         "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
+                             "'; send token ids to place mask tokens on purpose",
+                         "", r.chat ? "messages" : "prompt");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const ServedModel& m,
+                                                GenerationRequest* g) const {
+  if (auto e = PromptIds(r, m, &g->prompt)) return e;
+  g->max_tokens = r.max_tokens;
+  g->stop = r.stop;
+  const uint64_t seed = r.seed ? *r.seed : RandomSeed();
+  const double temperature = r.temperature.value_or(options_.temperature);
+  // AR: OpenAI semantics (top_p 1, no top-k / min-p unless asked).
+  SamplingParams& sp = g->ar.sampling;
+  sp.temperature = temperature;
+  sp.top_p = r.top_p.value_or(1.0);
+  sp.top_k = static_cast<int32_t>(std::max<int64_t>(r.top_k.value_or(0), 0));
+  sp.min_p = r.min_p.value_or(0.0);
+  sp.frequency_penalty = r.frequency_penalty.value_or(0.0);
+  sp.presence_penalty = r.presence_penalty.value_or(0.0);
+  sp.seed = seed;
+  g->speculative_lookup =
+      r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
+  // Diffusion: the server's defaults, then the request's extensions.
+  DiffusionParams& dp = g->diffusion;
+  dp = options_.diffusion;
+  dp.temperature = temperature;
+  dp.seed = seed;
+  dp.block_length = r.block_length.value_or(std::min(options_.diffusion.block_length, r.max_tokens));
+  dp.steps = r.steps.value_or(0);  // 0: one step per token (the scheduler resolves it)
+  if (r.remasking) {
+    auto v = RemaskingFromName(*r.remasking);
+    if (!v) return MakeError(400, "'remasking' must be low_confidence or random", "", "remasking");
+    dp.remasking = *v;
+  }
+  if (r.cache) {
+    auto v = CacheModeFromName(*r.cache);
+    if (!v) return MakeError(400, "'cache' must be none, prefix, dual or vicinity", "", "cache");
+    dp.cache = *v;
+  }
+  if (r.commit) {
+    auto v = CommitRuleFromName(*r.commit);
+    if (!v) {
+      return MakeError(400, "'commit' must be fixed, threshold, factor, hierarchy or credit", "",
+                       "commit");
+    }
+    dp.commit = *v;
+  } else if (r.threshold) {
+    dp.commit = dp.commit == CommitRule::kFixed ? CommitRule::kThreshold : dp.commit;
+  } else if (r.factor) {
+    dp.commit = CommitRule::kFactor;
+  } else if (r.low_threshold) {
+    dp.commit = CommitRule::kHierarchy;
+  }
+  if (r.threshold) dp.threshold = *r.threshold;
+  if (r.factor) dp.factor = *r.factor;
+  if (r.low_threshold) dp.low_threshold = *r.low_threshold;
+  if (r.cfg_scale) dp.cfg_scale = *r.cfg_scale;
+  if (r.early_stop) dp.early_stop = *r.early_stop;
+  g->stream_canvas = r.x_canvas && r.stream;
+  const double timeout_s = r.timeout_s.value_or(options_.request_timeout_s);
+  g->deadline = g->arrival + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
+  const Status st = scheduler_->Validate(m.index, *g);
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kOutOfRange) {
+      return MakeError(413, st.message() + " (model " + m.id + ")", "invalid_request_error",
+                       "max_tokens");
+    }
+    return MakeError(400, st.message(), "invalid_request_error");
+  }
+  return std::nullopt;
+}
+
+void Server::HandleGeneration(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const auto arrival = SteadyClock::now();
+  ApiRequest r;
+  if (auto e = ParseApiRequest(req.body, chat, &r)) return SendError(res, *e);
+  const uint64_t n = next_id_.fetch_add(1);
+  char idbuf[40];
+  std::snprintf(idbuf, sizeof(idbuf), "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(n));
+  if (!r.ignored_fields.empty()) {
+    std::string list;
+    for (const auto& f : r.ignored_fields) list += (list.empty() ? "" : ", ") + f;
+    std::fprintf(stderr, "unmask serve: %s: fields present in the request but ignored: %s\n",
+                 idbuf, list.c_str());
+  }
+  // The model: named, or chosen by the router.
+  const ServedModel* m = nullptr;
+  std::optional<RouteDecision> route;
+  GenerationRequest g;
+  g.arrival = arrival;
+  g.id = idbuf;
+  if (r.model == "auto") {
+    std::vector<RouteCandidate> candidates;
+    std::vector<GenerationRequest> built(models_.size());
+    std::optional<ApiError> first_error;
+    for (size_t i = 0; i < models_.size(); ++i) {
+      built[i].arrival = arrival;
+      built[i].id = idbuf;
+      if (auto e = BuildGeneration(r, *models_[i], &built[i])) {
+        if (!first_error) first_error = e;
+        continue;  // this model cannot run it (e.g. its context is too short)
+      }
+      candidates.push_back({i, models_[i]->id, scheduler_->Load(models_[i]->index)});
+    }
+    if (candidates.empty()) return SendError(res, *first_error);
+    // The router's request: as the diffusion engine would run it.
+    RouteRequest rr;
+    rr.max_tokens = r.max_tokens;
+    rr.latency_target_ms = r.latency_target_ms.value_or(options_.latency_target_ms);
+    for (const RouteCandidate& c : candidates) {
+      const GenerationRequest& b = built[c.index];
+      rr.prompt_tokens = static_cast<int64_t>(b.prompt.size());
+      if (models_[c.index]->diffusion()) {
+        rr.diffusion = b.diffusion;
+        const int64_t bl = std::max<int64_t>(rr.diffusion.block_length, 1);
+        rr.diffusion.gen_length = (r.max_tokens + bl - 1) / bl * bl;
+        if (rr.diffusion.steps <= 0) rr.diffusion.steps = rr.diffusion.gen_length;
+      }
+    }
+    route = Route(rr, candidates);
+    const size_t chosen = std::find_if(candidates.begin(), candidates.end(),
+                                       [&](const RouteCandidate& c) {
+                                         return c.name == route->name;
+                                       })
+                              ->index;
+    m = models_[chosen].get();
+    g = std::move(built[chosen]);
+    route->index = m->index;
+    metrics_.Add("router_decisions_total", {m->id, route->code});
+  } else {
+    m = FindModel(r.model);
+    if (m == nullptr) {
+      return SendError(res, MakeError(404,
+                                      "the model '" + r.model +
+                                          "' does not exist (loaded: see GET /v1/models; "
+                                          "\"auto\" routes)",
+                                      "not_found_error", "model"));
+    }
+    if (auto e = BuildGeneration(r, *m, &g)) return SendError(res, *e);
+  }
+  auto stream = scheduler_->Submit(m->index, std::move(g));
+  if (!stream.ok()) {
+    if (stream.status().code() == StatusCode::kResourceExhausted) {
+      res.set_header("Retry-After", "1");
+      return SendError(res, MakeError(429, "the server is overloaded: " +
+                                               stream.status().message() + "; retry later",
+                                      "rate_limit_error"));
+    }
+    return SendError(res, MakeError(503, stream.status().message()));
+  }
+  auto x = std::make_shared<Exchange>();
+  x->stream = *stream;
+  x->head = {idbuf, UnixSeconds(), m->id, chat};
+  x->engine = m->diffusion() ? "diffusion" : "ar";
+  x->stream_mode = r.stream;
+  x->include_usage = r.include_usage;
+  x->tokenizer = m->loaded.tokenizer.get();
+  x->route = route;
+  x->log_prefix = std::string(idbuf) + (r.stream ? " stream" : "");
+  auto provider = [x](size_t, httplib::DataSink& sink) {
+    const bool ok = x->stream_mode ? ProvideStream(*x, sink) : ProvideWhole(*x, sink);
+    if (!ok) x->stream->Cancel();  // the client is gone: the engine drops the request
+    return ok;
+  };
+  // Runs when the response ends, whichever way: a request still running is cancelled.
+  auto release = [x](bool) { x->stream->Cancel(); };
+  res.set_chunked_content_provider(r.stream ? "text/event-stream" : "application/json", provider,
+                                   release);
+  if (r.stream) res.set_header("Cache-Control", "no-cache");
+}
+
+}  // namespace unmask::server

@@ -1,0 +1,158 @@
+#include "server/serve_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "common/cli_util.h"
+#include "common/model_args.h"
+
+namespace unmask::tools {
+
+void ServeCommand::AddTo(CLI::App& app) {
+  app.add_option("-m,--model", models,
+                 "GGUF model to serve (repeat for several: a diffusion model and an AR model "
+                 "side by side; the id is the file name without .gguf)")
+      ->required();
+  app.add_option("--alias", aliases, "model id for each -m, in order (default: the file stem)");
+  app.add_option("--host", host, "address to listen on (0.0.0.0: every interface)");
+  app.add_option("--port", port, "TCP port (0: any free port; the chosen one is printed)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("-t,--threads", threads, "CPU threads for the forward passes (0 = all)")
+      ->check(CLI::Range(0, static_cast<int>(kMaxThreads)));
+  app.add_option("--blas", blas, "GEMM library: onednn or openblas")
+      ->check(CLI::IsMember({"onednn", "openblas"}));
+  app.add_option("--weights", weights, "weight storage: auto, f32, or file (as in generate)")
+      ->check(CLI::IsMember({"auto", "f32", "file"}));
+  app.add_option("--max-batch", options.scheduler.max_batch,
+                 "running requests per model (continuous batching for AR, batched denoising for "
+                 "diffusion)")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
+  app.add_option("--max-queue", options.scheduler.max_queue,
+                 "waiting requests (all models) before new ones get 429 Too Many Requests")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  app.add_option("--max-batched-tokens", options.scheduler.max_batched_tokens,
+                 "token budget: positions fed per forward before new requests wait")
+      ->check(CLI::Range(int64_t{1}, kMaxLength));
+  app.add_option("--request-timeout", request_timeout_s,
+                 "default deadline of a request in seconds (the request's 'timeout' overrides)")
+      ->check(CLI::Range(0.001, 1e7));
+  app.add_option("--latency-target-ms", options.latency_target_ms,
+                 "model=auto: the end-to-end latency the router aims for when the request has "
+                 "no latency_target_ms")
+      ->check(CLI::Range(0.001, 1e9));
+  app.add_option("--temperature", options.temperature,
+                 "default temperature when a request gives none (OpenAI's default is 1)")
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_flag("--spec-lookup", options.speculative_lookup,
+               "AR models: prompt-lookup speculative decoding by default (a request's "
+               "'speculative' field overrides)");
+  // Diffusion defaults (a request's fields override them; same meanings as unmask generate).
+  app.add_option("--block-length", options.diffusion.block_length,
+                 "diffusion: block length (a shorter max_tokens shrinks it)")
+      ->check(CLI::Range(int64_t{1}, kMaxLength));
+  app.add_option("--remasking", remasking, "diffusion: low_confidence or random")
+      ->check(CLI::IsMember({"low_confidence", "random"}));
+  app.add_option("--cache", cache, "diffusion: none (exact), prefix, dual or vicinity")
+      ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}));
+  app.add_option("--commit", commit, "diffusion: fixed (exact), threshold, factor, hierarchy, credit")
+      ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}));
+  app.add_option("--threshold", options.diffusion.threshold,
+                 "diffusion: confidence threshold of the threshold/hierarchy/credit rules")
+      ->check(CLI::Range(1e-9, 1.0));
+  app.add_option("--factor", options.diffusion.factor, "diffusion: factor rule parameter")
+      ->check(CLI::Range(1e-9, 1e6));
+  app.add_flag("--early-stop", options.diffusion.early_stop,
+               "diffusion: end at the first block holding EOS (dInfer)");
+}
+
+int ServeCommand::Run() {
+  ModelArgs backend;
+  backend.threads = threads;
+  backend.blas = blas;
+  backend.weights = weights;
+  if (Status s = backend.InitBackend(); !s.ok()) {
+    PrintError("unmask serve", s.message());
+    return 1;
+  }
+  auto mode = backend.weight_mode();
+  if (!mode.ok()) {
+    PrintError("unmask serve", mode.status().message());
+    return 1;
+  }
+  options.host = host;
+  options.port = port;
+  options.model_paths = models;
+  options.aliases = aliases;
+  options.weight_mode = *mode;
+  options.request_timeout_s = request_timeout_s;
+  options.diffusion.remasking = *RemaskingFromName(remasking);
+  options.diffusion.cache = *CacheModeFromName(cache);
+  options.diffusion.commit = *CommitRuleFromName(commit);
+  if (aliases.size() > models.size()) {
+    PrintError("unmask serve", "more --alias than -m");
+    return 2;
+  }
+
+  // Signals: SIGINT/SIGTERM stop the server (handled on a thread of their own); SIGPIPE is
+  // ignored (a client that hangs up is a failed write, not the end of the process).
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  server::Server srv(options);
+  auto bound = srv.Bind();
+  if (!bound.ok()) {
+    PrintError("unmask serve", bound.status().message());
+    return 1;
+  }
+  std::fprintf(stderr, "unmask serve: listening on http://%s:%d (loading %zu model%s)\n",
+               host.c_str(), *bound, models.size(), models.size() == 1 ? "" : "s");
+  std::fflush(stderr);
+  int rc = 0;
+  std::atomic<bool> serving_done{false};
+  // Stop() only ends a server that is already listening: repeat it until Serve() has returned.
+  auto stop_until_done = [&] {
+    while (!serving_done.load()) {
+      srv.Stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  };
+  std::thread loader([&] {
+    Status s = srv.LoadModels([](size_t i, size_t n, const std::string& id) {
+      std::fprintf(stderr, "unmask serve: loading model %zu/%zu: %s\n", i + 1, n, id.c_str());
+    });
+    if (!s.ok()) {
+      PrintError("unmask serve", s.message());
+      rc = 1;
+      stop_until_done();
+      return;
+    }
+    std::fprintf(stderr, "unmask serve: ready\n");
+  });
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (serving_done.load()) return;
+    if (sig == SIGINT || sig == SIGTERM) {
+      std::fprintf(stderr, "unmask serve: stopping (signal %d)\n", sig);
+      stop_until_done();
+    }
+  });
+  srv.Serve();
+  serving_done.store(true);
+  loader.join();
+  // Wake the signal thread if no signal came (the server stopped after a failed load).
+  pthread_kill(signals.native_handle(), SIGTERM);
+  signals.join();
+  return rc;
+}
+
+}  // namespace unmask::tools

@@ -1,0 +1,280 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "server/api_response.h"
+
+namespace unmask::server {
+
+using nlohmann::json;
+
+namespace {
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void SetJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+  metrics_.DeclareCounter("router_decisions_total",
+                          "model=auto requests by chosen model and policy branch",
+                          {"choice", "reason"});
+  metrics_.DeclareCounter("http_requests_rejected_total",
+                          "Requests refused before reaching the engine, by HTTP status",
+                          {"status"});
+  metrics_.DeclareGauge("model_info", "Loaded models (value 1)", {"model", "engine", "architecture"});
+  scheduler_ = std::make_unique<Scheduler>(options_.scheduler, &metrics_);
+  InstallRoutes();
+}
+
+Server::~Server() {
+  Stop();
+  scheduler_->Shutdown();
+}
+
+StatusOr<int> Server::Bind() {
+  const int threads =
+      options_.http_threads > 0
+          ? options_.http_threads
+          : static_cast<int>(options_.scheduler.max_queue +
+                             static_cast<int64_t>(std::max<size_t>(options_.model_paths.size(), 1)) *
+                                 options_.scheduler.max_batch +
+                             8);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_read_timeout(30, 0);
+  http_->set_write_timeout(30, 0);
+  http_->set_keep_alive_timeout(5);
+  int port = options_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(options_.host);
+    if (port < 0) port = -1;
+  } else if (!http_->bind_to_port(options_.host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    return FailedPreconditionError("cannot listen on " + options_.host + ":" +
+                                   std::to_string(options_.port) +
+                                   " (in use, or not an address of this machine?)");
+  }
+  return port;
+}
+
+Status Server::LoadModels(
+    const std::function<void(size_t, size_t, const std::string&)>& progress) {
+  std::vector<std::unique_ptr<ServedModel>> models;
+  for (size_t i = 0; i < options_.model_paths.size(); ++i) {
+    auto m = std::make_unique<ServedModel>();
+    m->path = options_.model_paths[i];
+    m->id = i < options_.aliases.size() && !options_.aliases[i].empty()
+                ? options_.aliases[i]
+                : std::filesystem::path(m->path).stem().string();
+    for (const auto& other : models) {
+      if (other->id == m->id) {
+        return InvalidArgumentError("two models have the id '" + m->id +
+                                    "'; give one another with --alias");
+      }
+    }
+    if (m->id == "auto") return InvalidArgumentError("'auto' is reserved for the router");
+    if (progress) progress(i, options_.model_paths.size(), m->id);
+    LoadOptions lo;
+    lo.weight_mode = options_.weight_mode;
+    auto loaded = LoadModel(m->path, lo);
+    if (!loaded.ok()) return loaded.status();
+    m->loaded = std::move(loaded).value();
+    auto index = scheduler_->AddModel({m->id, m->loaded.model.get(), m->loaded.tokenizer.get()});
+    if (!index.ok()) return index.status().WithContext(m->path);
+    m->index = *index;
+    metrics_.Set("model_info",
+                 {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded.model->config().architecture},
+                 1);
+    models.push_back(std::move(m));
+  }
+  models_ = std::move(models);
+  scheduler_->Start();
+  ready_.store(true);
+  return Status::Ok();
+}
+
+void Server::Serve() { http_->listen_after_bind(); }
+
+void Server::Stop() {
+  if (http_) http_->stop();
+}
+
+const ServedModel* Server::FindModel(const std::string& id) const {
+  for (const auto& m : models_) {
+    if (m->id == id) return m.get();
+  }
+  return nullptr;
+}
+
+void Server::SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(ErrorBody(e), "application/json");
+  if (e.status != 200) metrics_.Add("http_requests_rejected_total", {std::to_string(e.status)});
+}
+
+void Server::InstallRoutes() {
+  httplib::Server& s = *http_;
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready()) {
+      SetJson(res, 503, {{"status", "loading"}});
+    } else {
+      SetJson(res, 200, {{"status", "ok"}});
+    }
+  });
+  s.Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
+    SetJson(res, ready() ? 200 : 503, {{"status", ready() ? "ok" : "loading"}});
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.Render("unmask:"), "text/plain; version=0.0.4");
+  });
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kPlaygroundHtml, "text/html; charset=utf-8");
+  });
+  auto guard = [this](httplib::Response& res) {
+    if (ready()) return true;
+    res.set_header("Retry-After", "1");
+    SendError(res, MakeError(503, "the models are still loading; retry shortly"));
+    return false;
+  };
+  s.Get("/v1/models", [this, guard](const httplib::Request&, httplib::Response& res) {
+    if (guard(res)) HandleModels(res);
+  });
+  s.Post("/v1/completions", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (guard(res)) HandleGeneration(req, res, false);
+  });
+  s.Post("/v1/chat/completions",
+         [this, guard](const httplib::Request& req, httplib::Response& res) {
+           if (guard(res)) HandleGeneration(req, res, true);
+         });
+  s.Post("/tokenize", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (guard(res)) HandleTokenize(req, res, false);
+  });
+  s.Post("/detokenize", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (guard(res)) HandleTokenize(req, res, true);
+  });
+  // Errors httplib produces itself (unknown path, body too large, bad request line) get an
+  // OpenAI error body too.
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string msg = "HTTP " + std::to_string(res.status);
+    if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
+    if (res.status == 413) msg = "the request body is too large";
+    if (res.status == 405) msg = "method not allowed";
+    res.set_content(ErrorBody(MakeError(res.status, msg)), "application/json");
+  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = std::string("internal error: ") + e.what();
+        } catch (...) {
+        }
+        std::fprintf(stderr, "unmask serve: %s\n", what.c_str());
+        res.status = 500;
+        res.set_content(ErrorBody(MakeError(500, what)), "application/json");
+      });
+}
+
+void Server::HandleModels(httplib::Response& res) {
+  json data = json::array();
+  const int64_t created = UnixSeconds();
+  for (const auto& m : models_) {
+    const ModelConfig& c = m->loaded.model->config();
+    data.push_back({{"id", m->id},
+                    {"object", "model"},
+                    {"created", created},
+                    {"owned_by", "unmask"},
+                    {"max_model_len", c.context_length},
+                    {"x_unmask",
+                     {{"engine", m->diffusion() ? "diffusion" : "ar"},
+                      {"architecture", c.architecture},
+                      {"max_model_len", c.context_length},
+                      {"path", m->path}}}});
+  }
+  data.push_back({{"id", "auto"},
+                  {"object", "model"},
+                  {"created", created},
+                  {"owned_by", "unmask"},
+                  {"x_unmask", {{"engine", "router"}}}});
+  SetJson(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
+                            bool detokenize) {
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return SendError(res, MakeError(400, "the request body must be a JSON object"));
+  }
+  const ServedModel* m = nullptr;
+  if (j.contains("model") && j["model"].is_string() && j["model"] != "auto") {
+    m = FindModel(j["model"].get<std::string>());
+    if (m == nullptr) {
+      return SendError(res, MakeError(404, "unknown model '" + j["model"].get<std::string>() +
+                                               "' (see GET /v1/models)",
+                                      "", "model"));
+    }
+  } else if (j.contains("model") && !j["model"].is_string()) {
+    return SendError(res, MakeError(400, "'model' must be a string", "", "model"));
+  } else {
+    m = models_.front().get();
+  }
+  const Tokenizer& tok = *m->loaded.tokenizer;
+  if (detokenize) {
+    if (!j.contains("tokens") || !j["tokens"].is_array()) {
+      return SendError(res, MakeError(400, "'tokens' must be an array of token ids", "", "tokens"));
+    }
+    std::vector<int32_t> ids;
+    for (const json& t : j["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.vocab_size()) {
+        return SendError(res, MakeError(400,
+                                        "'tokens' must hold ids in [0, " +
+                                            std::to_string(tok.vocab_size()) + ")",
+                                        "", "tokens"));
+      }
+      ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+    return SetJson(res, 200, {{"prompt", tok.Decode(ids, /*skip_special=*/false)}});
+  }
+  // Tokenize: {"prompt": text} or {"messages": [...]} (rendered as for chat completions).
+  ApiRequest r;
+  json as_request = j;
+  as_request["model"] = m->id;
+  const bool chat = j.contains("messages");
+  if (auto e = ParseApiRequest(as_request.dump(), chat, &r)) return SendError(res, *e);
+  if (j.contains("add_special") && j["add_special"].is_boolean() && !j["add_special"].get<bool>()) {
+    if (!chat && !r.prompt_is_ids) {
+      const auto ids = tok.Encode(r.prompt_text, false, false);
+      return SetJson(res, 200,
+                     {{"tokens", ids},
+                      {"count", ids.size()},
+                      {"max_model_len", m->loaded.model->config().context_length}});
+    }
+  }
+  std::vector<int32_t> ids;
+  if (auto e = PromptIds(r, *m, &ids)) return SendError(res, *e);
+  SetJson(res, 200,
+          {{"tokens", ids},
+           {"count", ids.size()},
+           {"max_model_len", m->loaded.model->config().context_length}});
+}
+
+}  // namespace unmask::server

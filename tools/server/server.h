@@ -1,0 +1,100 @@
+// `unmask serve`: the HTTP front end (cpp-httplib) over the engine's Scheduler and Router.
+// Routes: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; GET /v1/models,
+// /health, /metrics, / (playground). docs/serving.md is the user's reference.
+#ifndef UNMASK_TOOLS_SERVER_SERVER_H_
+#define UNMASK_TOOLS_SERVER_SERVER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "decode/diffusion_params.h"
+#include "engine/metrics.h"
+#include "engine/router.h"
+#include "engine/scheduler.h"
+#include "model/loader.h"
+#include "server/api_request.h"
+
+namespace httplib {
+class Server;
+class Request;
+class Response;
+}  // namespace httplib
+
+namespace unmask::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port
+  std::vector<std::string> model_paths;
+  std::vector<std::string> aliases;  // model ids, in the order of model_paths (default: file stem)
+  WeightMode weight_mode = WeightMode::kAuto;
+  SchedulerOptions scheduler;
+  DiffusionParams diffusion;           // defaults of diffusion requests (gen_length, steps unused)
+  bool diffusion_commit_given = false; // the server's flags chose a commit rule
+  double temperature = 1.0;            // default when a request gives none (OpenAI: 1)
+  double latency_target_ms = 2000;     // router default
+  double request_timeout_s = 600;      // default deadline
+  bool speculative_lookup = false;     // AR default: prompt-lookup drafting
+  int http_threads = 0;                // 0: max_queue + models x max_batch + 8
+  size_t max_body_bytes = 8 << 20;
+};
+
+struct ServedModel {
+  std::string id;
+  std::string path;
+  LoadedModel loaded;
+  size_t index = 0;  // scheduler model index
+  bool diffusion() const { return loaded.model->config().is_diffusion(); }
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+
+  // Binds the listening socket. Returns the port (the chosen one for port 0).
+  // Errors: Unavailable-like FailedPrecondition naming host:port when binding fails.
+  StatusOr<int> Bind();
+  // Loads every model and starts the engine; /health turns 200 after it. `progress(i, n, id)` is
+  // called before each model. Errors: the first model that fails to load, naming its file.
+  Status LoadModels(const std::function<void(size_t, size_t, const std::string&)>& progress);
+  // Serves until Stop() (blocks).
+  void Serve();
+  void Stop();
+  bool ready() const { return ready_.load(); }
+
+ private:
+  void InstallRoutes();
+  void HandleGeneration(const httplib::Request& req, httplib::Response& res, bool chat);
+  void HandleTokenize(const httplib::Request& req, httplib::Response& res, bool detokenize);
+  void HandleModels(httplib::Response& res);
+  // The model a request names ("auto" -> routed later); nullptr when unknown.
+  const ServedModel* FindModel(const std::string& id) const;
+  // Prompt ids of `r` for model `m`, or the error to send.
+  std::optional<ApiError> PromptIds(const ApiRequest& r, const ServedModel& m,
+                                    std::vector<int32_t>* ids) const;
+  // The engine request of `r` on `m`, or the error to send.
+  std::optional<ApiError> BuildGeneration(const ApiRequest& r, const ServedModel& m,
+                                          GenerationRequest* g) const;
+  void SendError(httplib::Response& res, const ApiError& e);
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::unique_ptr<ServedModel>> models_;  // written before ready_ is set
+  std::atomic<bool> ready_{false};
+  std::atomic<uint64_t> next_id_{1};
+};
+
+// The playground page (tools/server/playground/index.html, embedded at build time).
+extern const char* const kPlaygroundHtml;
+
+}  // namespace unmask::server
+
+#endif  // UNMASK_TOOLS_SERVER_SERVER_H_
