@@ -16,7 +16,7 @@ and for `auto` the router's choices (`x_unmask.router.choice`). One warm-up requ
 Writes DIR/serving.json (configuration, per-level summaries and per-request records) and
 DIR/serving.md (the table), and prints the table.
 
-  .venv/bin/python scripts/bench/bench_serving.py --unmask build/release/bin/unmask --out build/bench-serving \\
+  .venv/bin/python scripts/bench/bench_serving.py --unmask build/release/unmask --out build/bench-serving \\
       --concurrency 1,4,16 --requests-per-level 64 --max-tokens 64 -t 2
 """
 import argparse
@@ -221,7 +221,7 @@ def git_commit():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "bin", "unmask"))
+    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "unmask"))
     ap.add_argument("--out", required=True, help="directory for serving.json and serving.md")
     ap.add_argument("--url", help="benchmark a running server instead of starting one")
     ap.add_argument("--concurrency", default="1,4,16")

@@ -51,7 +51,7 @@ std::string LabelSet(const std::vector<std::string>& names, const std::vector<st
 
 std::vector<double> LatencyBucketsSeconds() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-          1,     2.5,    5,     10,   30,    60,   120,  300,  600};
+          1,     2.5,    5,     10,   30,    60,   120, 300,  600};
 }
 
 void MetricsRegistry::DeclareCounter(const std::string& name, const std::string& help,
@@ -115,8 +115,8 @@ void MetricsRegistry::Set(const std::string& name, const std::vector<std::string
   if (Series* s = Find(name, label_values, Kind::kGauge)) s->value = v;
 }
 
-void MetricsRegistry::Observe(const std::string& name,
-                              const std::vector<std::string>& label_values, double v) {
+void MetricsRegistry::Observe(const std::string& name, const std::vector<std::string>& label_values,
+                              double v) {
   std::lock_guard<std::mutex> lock(mu_);
   Series* s = Find(name, label_values, Kind::kHistogram);
   if (s == nullptr || std::isnan(v)) return;

@@ -27,9 +27,9 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids
   int64_t max_tokens = 16;      // most tokens returned
   std::vector<std::string> stop;
-  ArParams ar;                  // AR models (n_predict is set from max_tokens)
-  DiffusionParams diffusion;    // diffusion models (gen_length = max_tokens rounded up to a
-                                // multiple of block_length; the text is cut to max_tokens tokens)
+  ArParams ar;                // AR models (n_predict is set from max_tokens)
+  DiffusionParams diffusion;  // diffusion models (gen_length = max_tokens rounded up to a
+                              // multiple of block_length; the text is cut to max_tokens tokens)
   bool speculative_lookup = false;  // AR: n-gram prompt-lookup drafting
   bool stream_canvas = false;       // diffusion: send a kCanvas event after every step
   SteadyClock::time_point arrival = SteadyClock::now();

@@ -26,8 +26,8 @@ RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load) {
                            ? static_cast<double>(std::max<int64_t>(p.steps, 1))
                            : gen / std::max(1.0, load.diffusion_tokens_per_forward);
     const double canvas = static_cast<double>(req.prompt_tokens) + gen;
-    const double per_step = p.cache == CacheMode::kNone ? canvas
-                                                        : static_cast<double>(p.block_length);
+    const double per_step =
+        p.cache == CacheMode::kNone ? canvas : static_cast<double>(p.block_length);
     service = nfe * load.cost.Ms(static_cast<double>(load.running_positions) + per_step);
     positions = nfe * per_step;
   } else {
@@ -78,24 +78,23 @@ RouteDecision Route(const RouteRequest& req, std::span<const RouteCandidate> can
   }
   char head[256];
   std::snprintf(head, sizeof(head), "%s: predicted %s, %.3g ms of compute per token",
-                d.name.c_str(), Ms(pred[best].latency_ms).c_str(),
-                pred[best].compute_ms_per_token);
+                d.name.c_str(), Ms(pred[best].latency_ms).c_str(), pred[best].compute_ms_per_token);
   const std::string target = Ms(req.latency_target_ms);
   if (candidates.size() == 1) {
     d.code = "single_model";
     d.reason = std::string(head) + " (the only model)";
   } else if (meets > 1) {
     d.code = "meets_target_cheapest";
-    d.reason = std::string(head) + "; cheapest of the models within the " + target +
-               " target (" + others + ")";
+    d.reason = std::string(head) + "; cheapest of the models within the " + target + " target (" +
+               others + ")";
   } else if (meets == 1) {
     d.code = "only_one_meets_target";
-    d.reason = std::string(head) + "; the only model within the " + target + " target (" +
-               others + ")";
+    d.reason =
+        std::string(head) + "; the only model within the " + target + " target (" + others + ")";
   } else {
     d.code = "none_meet_target_fastest";
-    d.reason = std::string(head) + "; no model meets the " + target + " target, fastest (" +
-               others + ")";
+    d.reason =
+        std::string(head) + "; no model meets the " + target + " target, fastest (" + others + ")";
   }
   return d;
 }

@@ -39,16 +39,16 @@ struct RouteCandidate {
 };
 
 struct RoutePrediction {
-  double latency_ms = 0;         // predicted end-to-end
+  double latency_ms = 0;            // predicted end-to-end
   double compute_ms_per_token = 0;  // machine time per returned token
 };
 RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load);
 
 struct RouteDecision {
-  size_t index = 0;   // chosen candidate's model index
-  std::string name;   // chosen model
-  std::string code;   // "meets_target_cheapest" | "only_one_meets_target" | "none_meet_target_fastest"
-                      // | "single_model"
+  size_t index = 0;  // chosen candidate's model index
+  std::string name;  // chosen model
+  std::string code;  // "meets_target_cheapest" | "only_one_meets_target" |
+                     // "none_meet_target_fastest" | "single_model"
   std::string reason;  // one human-readable sentence with the numbers
   std::vector<std::pair<std::string, double>> predicted_ms;  // per candidate
 };

@@ -7,17 +7,11 @@
 
 #include "decode/decoder_diffusion.h"
 #include "decode/drafter.h"
+#include "engine/scheduler_state.h"
 #include "engine/text_stream.h"
 
 namespace unmask {
-namespace {
 
-double MsBetween(SteadyClock::time_point a, SteadyClock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// The diffusion parameters a request runs with: the canvas is max_tokens rounded up to a multiple
-// of block_length; steps <= 0 means one step per token (the LLaDA default, steps == gen_length).
 DiffusionParams RequestDiffusionParams(const GenerationRequest& req) {
   DiffusionParams p = req.diffusion;
   if (p.block_length > 0) {
@@ -35,37 +29,6 @@ ArParams RequestArParams(const GenerationRequest& req) {
   return p;
 }
 
-}  // namespace
-
-struct Scheduler::Active {
-  GenerationRequest req;
-  std::shared_ptr<RequestStream> stream;
-  int32_t slot = 0;
-  std::unique_ptr<Drafter> drafter;
-  std::optional<ArDecoder> ar;
-  std::optional<DiffusionDecoder> diffusion;
-  std::optional<TextStream> text;
-  RequestStats stats;
-  SteadyClock::time_point last_text;
-  bool sent_text = false;
-};
-
-struct Scheduler::ModelState {
-  EngineModel m;
-  bool diffusion = false;
-  std::deque<Pending> waiting;                   // guarded by mu_
-  EngineLoad load;                               // guarded by mu_
-  std::vector<std::unique_ptr<Active>> running;  // engine thread only
-  std::vector<char> slot_used;
-  std::optional<KvCache> kv;
-  Workspace ws;
-  Tensor logits;
-  BatchPlan batch;
-  double tpf_sum = 0;  // diffusion tokens per forward of finished requests
-  int64_t tpf_count = 0;
-  const char* engine() const { return diffusion ? "diffusion" : "ar"; }
-};
-
 Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
     : options_(options), metrics_(metrics) {
   options_.max_batch = std::max<int64_t>(options_.max_batch, 1);
@@ -81,9 +44,9 @@ Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
   r.DeclareCounter("generation_tokens_total", "Tokens returned to clients", me);
   r.DeclareCounter("forward_passes_total", "Model forward passes (one per engine step)", me);
   r.DeclareCounter("forward_positions_total", "Positions fed to forward passes", me);
-  r.DeclareCounter("request_nfe_total",
-                   "Forward passes summed over requests (a batched forward counts once per request)",
-                   me);
+  r.DeclareCounter(
+      "request_nfe_total",
+      "Forward passes summed over requests (a batched forward counts once per request)", me);
   r.DeclareCounter("spec_decode_num_draft_tokens_total", "Speculative tokens proposed", me);
   r.DeclareCounter("spec_decode_num_accepted_tokens_total", "Speculative tokens accepted", me);
   r.DeclareGauge("num_requests_waiting", "Requests in the queue", me);
@@ -166,8 +129,8 @@ Status Scheduler::Validate(size_t index, const GenerationRequest& req) const {
   if (c.is_diffusion()) {
     const Tokenizer& tok = *em->tokenizer;
     const DiffusionTokenIds ids{tok.special().mask, tok.special().eos, tok.special().eot};
-    return DiffusionDecoder::Create(RequestDiffusionParams(req), ids, req.prompt,
-                                    c.context_length, c.vocab_size, c.shift_logits)
+    return DiffusionDecoder::Create(RequestDiffusionParams(req), ids, req.prompt, c.context_length,
+                                    c.vocab_size, c.shift_logits)
         .status();
   }
   const int64_t prompt = static_cast<int64_t>(req.prompt.size());
@@ -274,8 +237,8 @@ void Scheduler::Admit(ModelState& ms) {
       const bool dead = front.stream->cancelled() || now >= front.req.deadline;
       if (!dead) {
         if (static_cast<int64_t>(ms.running.size()) >= options_.max_batch) return;
-        const int64_t need =
-            static_cast<int64_t>(front.req.prompt.size()) + (ms.diffusion ? front.req.max_tokens : 0);
+        const int64_t need = static_cast<int64_t>(front.req.prompt.size()) +
+                             (ms.diffusion ? front.req.max_tokens : 0);
         if (!ms.running.empty() && budget_used + need > options_.max_batched_tokens) return;
         budget_used += need;
       }
@@ -367,151 +330,13 @@ void Scheduler::RecordForward(ModelState& ms, const ForwardStats& fs) {
   ms.load.running_positions = fs.num_positions;
   // Refine the per-position cost from forwards large enough to measure it (EMA, weight 0.1).
   if (fs.num_positions >= 8) {
-    const double per = std::max(0.0, (fs.ms - ms.load.cost.overhead_ms) /
-                                         static_cast<double>(fs.num_positions));
+    const double per =
+        std::max(0.0, (fs.ms - ms.load.cost.overhead_ms) / static_cast<double>(fs.num_positions));
     ms.load.cost.ms_per_position = 0.9 * ms.load.cost.ms_per_position + 0.1 * per;
   } else if (fs.num_positions == 1) {
     ms.load.cost.overhead_ms =
         0.9 * ms.load.cost.overhead_ms + 0.1 * std::max(0.0, fs.ms - ms.load.cost.ms_per_position);
   }
-}
-
-void Scheduler::StepAr(ModelState& ms) {
-  const int64_t vocab = ms.m.model->config().vocab_size;
-  ms.batch.sequences.clear();
-  std::vector<int64_t> rows;  // logit rows of each running request
-  auto it = ms.running.begin();
-  while (it != ms.running.end()) {
-    auto plan = (*it)->ar->Plan();
-    if (!plan.ok()) {
-      Finish(ms, **it, FinishReason::kError, plan.status());
-      it = ms.running.erase(it);
-      continue;
-    }
-    rows.push_back((*plan)->num_logit_rows());
-    const auto& seqs = (*plan)->sequences;
-    ms.batch.sequences.insert(ms.batch.sequences.end(), seqs.begin(), seqs.end());
-    ++it;
-  }
-  if (ms.running.empty()) return;
-  int64_t total_rows = 0;
-  for (int64_t r : rows) total_rows += r;
-  if (ms.logits.shape().rank() != 2 || ms.logits.shape()[0] < total_rows) {
-    ms.logits = Tensor(DType::kF32, {std::max<int64_t>(total_rows, 8), vocab});
-  }
-  ForwardStats fs;
-  const Status st = ms.m.model->Forward(ms.batch, &*ms.kv, ms.ws,
-                                        TensorView{ms.logits.data(), DType::kF32,
-                                                   Shape{total_rows, vocab}},
-                                        &fs);
-  if (!st.ok()) {
-    for (auto& a : ms.running) Finish(ms, *a, FinishReason::kError, st);
-    ms.running.clear();
-    return;
-  }
-  RecordForward(ms, fs);
-  int64_t row = 0;
-  ArStepResult result;
-  for (size_t i = 0; i < ms.running.size(); ++i) {
-    Active& a = *ms.running[i];
-    const TensorView mine{ms.logits.as<float>() + row * vocab, DType::kF32, Shape{rows[i], vocab}};
-    row += rows[i];
-    ++a.stats.nfe;
-    a.stats.forward_positions += static_cast<int64_t>(ms.batch.sequences[i].tokens.size());
-    const Status us = a.ar->Update(mine, &result);
-    if (!us.ok()) {
-      Finish(ms, a, FinishReason::kError, us);
-      continue;
-    }
-    a.stats.drafted += result.drafted;
-    a.stats.accepted += result.accepted;
-    if (metrics_ != nullptr && result.drafted > 0) {
-      metrics_->Add("spec_decode_num_draft_tokens_total", {ms.m.name, ms.engine()},
-                    static_cast<double>(result.drafted));
-      metrics_->Add("spec_decode_num_accepted_tokens_total", {ms.m.name, ms.engine()},
-                    static_cast<double>(result.accepted));
-    }
-    SendText(ms, a, a.text->Update(a.ar->generated(), a.ar->Done()));
-    if (a.text->complete() && !a.ar->Done()) a.ar->Stop();
-    if (a.ar->Done()) {
-      FinishReason r = a.text->complete()                   ? a.text->finish()
-                       : a.ar->finish() == ArFinish::kEos ? FinishReason::kStop
-                                                            : FinishReason::kLength;
-      Finish(ms, a, r);
-    }
-  }
-  std::erase_if(ms.running, [](const std::unique_ptr<Active>& a) { return a->stream->finished(); });
-}
-
-void Scheduler::StepDiffusion(ModelState& ms) {
-  const int64_t vocab = ms.m.model->config().vocab_size;
-  ms.batch.sequences.clear();
-  std::vector<int64_t> rows, seq_count;
-  bool needs_kv = false;
-  for (auto& a : ms.running) {
-    const BatchPlan& plan = a->diffusion->Plan();
-    rows.push_back(plan.num_logit_rows());
-    seq_count.push_back(static_cast<int64_t>(plan.sequences.size()));
-    ms.batch.sequences.insert(ms.batch.sequences.end(), plan.sequences.begin(),
-                              plan.sequences.end());
-    needs_kv |= a->diffusion->needs_kv_cache();
-  }
-  int64_t total_rows = 0;
-  for (int64_t r : rows) total_rows += r;
-  if (ms.logits.shape().rank() != 2 || ms.logits.shape()[0] < total_rows) {
-    ms.logits = Tensor(DType::kF32, {std::max<int64_t>(total_rows, 8), vocab});
-  }
-  ForwardStats fs;
-  const Status st = ms.m.model->Forward(ms.batch, needs_kv ? &*ms.kv : nullptr, ms.ws,
-                                        TensorView{ms.logits.data(), DType::kF32,
-                                                   Shape{total_rows, vocab}},
-                                        &fs);
-  if (!st.ok()) {
-    for (auto& a : ms.running) Finish(ms, *a, FinishReason::kError, st);
-    ms.running.clear();
-    return;
-  }
-  RecordForward(ms, fs);
-  const auto now = SteadyClock::now();
-  int64_t row = 0;
-  size_t seq = 0;
-  DiffusionStepResult result;
-  for (size_t i = 0; i < ms.running.size(); ++i) {
-    Active& a = *ms.running[i];
-    DiffusionDecoder& d = *a.diffusion;
-    const TensorView mine{ms.logits.as<float>() + row * vocab, DType::kF32, Shape{rows[i], vocab}};
-    row += rows[i];
-    ++a.stats.nfe;
-    for (int64_t s = 0; s < seq_count[i]; ++s, ++seq) {
-      a.stats.forward_positions += static_cast<int64_t>(ms.batch.sequences[seq].tokens.size());
-    }
-    const Status us = d.Update(mine, &result);
-    if (!us.ok()) {
-      Finish(ms, a, FinishReason::kError, us);
-      continue;
-    }
-    if (a.req.stream_canvas) {
-      StreamEvent e;
-      e.type = StreamEvent::Type::kCanvas;
-      e.canvas.assign(d.generated().begin(), d.generated().end());
-      e.mask_id = d.token_ids().mask;
-      e.step = result.step;
-      e.block = result.block;
-      e.elapsed_ms = MsBetween(a.req.arrival, now);
-      a.stream->Push(std::move(e));
-    }
-    // The committed prefix: generated positions up to the first still-masked one.
-    const auto gen = d.generated();
-    const auto first_mask = std::find(gen.begin(), gen.end(), d.token_ids().mask);
-    const auto prefix = gen.first(static_cast<size_t>(first_mask - gen.begin()));
-    SendText(ms, a, a.text->Update(prefix, d.Done()));
-    // The output is decided once its prefix holds EOS, a stop string or max_tokens tokens: the
-    // rest of the canvas would not be returned, so it is not denoised.
-    if (a.text->complete() || d.Done()) {
-      Finish(ms, a, a.text->complete() ? a.text->finish() : FinishReason::kLength);
-    }
-  }
-  std::erase_if(ms.running, [](const std::unique_ptr<Active>& a) { return a->stream->finished(); });
 }
 
 void Scheduler::SendText(ModelState& ms, Active& a, std::string text) {
@@ -552,7 +377,8 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
   a.stats.total_ms = MsBetween(a.req.arrival, SteadyClock::now());
   if (metrics_ != nullptr) {
     const std::vector<std::string> me = {ms.m.name, ms.engine()};
-    metrics_->Add("requests_total", {ms.m.name, ms.engine(), std::string(FinishReasonName(reason))});
+    metrics_->Add("requests_total",
+                  {ms.m.name, ms.engine(), std::string(FinishReasonName(reason))});
     metrics_->Add("generation_tokens_total", me, static_cast<double>(a.stats.completion_tokens));
     metrics_->Add("request_nfe_total", me, static_cast<double>(a.stats.nfe));
     metrics_->Observe("e2e_request_latency_seconds", me, a.stats.total_ms / 1000);
@@ -560,8 +386,8 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
       metrics_->Observe("request_tokens_per_forward", me, a.stats.tokens_per_forward());
     }
   }
-  if (ms.diffusion && a.stats.nfe > 0 && (reason == FinishReason::kStop ||
-                                          reason == FinishReason::kLength)) {
+  if (ms.diffusion && a.stats.nfe > 0 &&
+      (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
     ms.tpf_sum += a.stats.tokens_per_forward();
     ++ms.tpf_count;
     std::lock_guard<std::mutex> lock(mu_);
@@ -586,7 +412,8 @@ void Scheduler::FinishPending(ModelState& ms, Pending& p, FinishReason reason) {
   e.stats.prompt_tokens = static_cast<int64_t>(p.req.prompt.size());
   e.stats.queue_ms = e.stats.total_ms = MsBetween(p.req.arrival, SteadyClock::now());
   if (metrics_ != nullptr) {
-    metrics_->Add("requests_total", {ms.m.name, ms.engine(), std::string(FinishReasonName(reason))});
+    metrics_->Add("requests_total",
+                  {ms.m.name, ms.engine(), std::string(FinishReasonName(reason))});
   }
   p.stream->Push(std::move(e));
 }

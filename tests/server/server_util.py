@@ -1,7 +1,7 @@
 """Starts `unmask serve` on a free loopback port for the server tests and stops it afterwards.
 
 Usage:
-    with UnmaskServer(unmask_path, ["-m", LLADA, "-m", AR], extra=["-t", "1"]) as srv:
+    with UnmaskServer(unmask_path, ["-m", LLADA, "-m", AR, "-t", "1"]) as srv:
         srv.url  # "http://127.0.0.1:PORT"
 The server's stderr is kept in srv.log (a file path) for failure messages.
 """

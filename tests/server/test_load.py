@@ -15,7 +15,7 @@ server's resident memory stays below its start + --rss-bound-mib during the run,
 than --rss-growth-mib from the first short burst to the second. Prints a summary (requests by kind
 and status, p50/p99 latency) and exits 1 on failure.
 
-  .venv/bin/python tests/server/test_load.py --unmask build/release/bin/unmask [--clients 16] [--duration-s 20]
+  .venv/bin/python tests/server/test_load.py --unmask build/release/unmask [--clients 16] [--duration-s 20]
 """
 import argparse
 import http.client
@@ -252,7 +252,7 @@ def pct(xs, q):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "bin", "unmask"))
+    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "unmask"))
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--duration-s", type=float, default=20)
     ap.add_argument("--burst-s", type=float, default=4, help="length of each of the two bursts")

@@ -8,7 +8,7 @@ both engines and `auto`, usage and `x_unmask`, greedy and seeded determinism, st
 /tokenize and /detokenize, /metrics, and cancellation (a closed stream and a client timeout abort the
 request on the server). Prints one line per check; exits 1 if any check failed.
 
-  .venv/bin/python tests/server/test_openai_client.py --unmask build/release/bin/unmask
+  .venv/bin/python tests/server/test_openai_client.py --unmask build/release/unmask
 """
 import argparse
 import http.client
@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 import urllib.parse
@@ -215,8 +216,12 @@ def t_completions(url, client):
         if model == "auto":
             check_x_unmask(name, xu)
             rt = xu.get("router")
-            check(isinstance(rt, dict) and rt.get("choice") in ENGINE and "reason" in rt
-                  and isinstance(rt.get("predicted_ms"), (int, float)),
+            pm = rt.get("predicted_ms") if isinstance(rt, dict) else None
+            # a number, or one prediction per model (the choice's among them)
+            pm_ok = isinstance(pm, (int, float)) or (
+                isinstance(pm, dict) and rt.get("choice") in pm
+                and all(isinstance(v, (int, float)) for v in pm.values()))
+            check(isinstance(rt, dict) and rt.get("choice") in ENGINE and "reason" in rt and pm_ok,
                   f"{name}: x_unmask.router {{choice, reason, predicted_ms}}", repr(xu))
             check(xu["model"] == rt["choice"] and xu["engine"] == ENGINE[rt["choice"]],
                   f"{name}: router choice is the model that ran", repr(xu))
@@ -401,13 +406,20 @@ def t_extensions(url, client):
     check(xe["nfe"] == 32, "extensions: exact steps 32 -> nfe 32", repr(xe))
     r = complete(client, LLADA_ID, max_tokens=32, extra_body={"steps": 16})
     check(x_unmask(r)["nfe"] == 16, "extensions: steps 16 -> nfe 16", repr(x_unmask(r)))
-    for body in ({"cache": "dual", "commit": "threshold", "threshold": 0.9, "block_length": 16},
-                 {"cache": "dual", "threshold": 0.9, "block_length": 16}):
+    # The twins are rarely 90% sure of a token (`unmask generate -n 32 --block-length 16 --cache
+    # dual --threshold 0.9` takes 32 forwards too, 27 at --threshold 0.3): 0.9 must be accepted
+    # and take no more forwards than exact, 0.3 must take fewer (with `commit` implied, as in
+    # `unmask generate`, and given).
+    for body, strict in (({"cache": "dual", "threshold": 0.9, "block_length": 16}, False),
+                         ({"cache": "dual", "commit": "threshold", "threshold": 0.3,
+                           "block_length": 16}, True),
+                         ({"cache": "dual", "threshold": 0.3, "block_length": 16}, True)):
         r = complete(client, LLADA_ID, max_tokens=32, extra_body=body)
         xu = x_unmask(r)
-        check(r.choices[0].text.strip() != "" and xu["nfe"] < xe["nfe"],
-              f"extensions: {json.dumps(body)} accepted, nfe {xu['nfe']} < exact {xe['nfe']}",
-              f"nfe {xu['nfe']} vs exact {xe['nfe']}: {xu}")
+        good = xu["nfe"] < xe["nfe"] if strict else xu["nfe"] <= xe["nfe"]
+        check(r.choices[0].text.strip() != "" and good,
+              f"extensions: {json.dumps(body)} accepted, nfe {xu['nfe']} "
+              f"{'<' if strict else '<='} exact {xe['nfe']}", f"{xu}")
     r = complete(client, LLADA_ID, max_tokens=20, extra_body={"block_length": 8, "steps": 24})
     check(r.usage.completion_tokens <= 20, "extensions: max_tokens 20 with block 8 cut to 20",
           f"completion_tokens {r.usage.completion_tokens}")
@@ -535,8 +547,9 @@ def t_metrics(url, client):
               f"metrics: requests_total has model=\"{model}\"")
 
 
-def wait_idle_and_abort(url, m0, name, wait_s=5.0):
-    """Polls /metrics until num_requests_running is 0 for every model and the abort counter rose."""
+def wait_idle_and_abort(url, m0, name, wait_s=5.0, aborts=1):
+    """Polls /metrics until num_requests_running is 0 for every model and the abort counter rose
+    by `aborts`."""
     a0 = msum(m0, "unmask:requests_total", outcome="abort")
     deadline = time.time() + wait_s
     while True:
@@ -544,12 +557,14 @@ def wait_idle_and_abort(url, m0, name, wait_s=5.0):
         running = mvalues(m, "unmask:num_requests_running")
         a1 = msum(m, "unmask:requests_total", outcome="abort")
         idle = running and all(v == 0 for _, v in running)
-        if (idle and a1 > a0) or time.time() > deadline:
+        if (idle and a1 >= a0 + aborts) or time.time() > deadline:
             break
         time.sleep(0.1)
     check(idle, f"{name}: num_requests_running 0 for all models within {wait_s:.0f} s",
           repr(running))
-    check(a1 > a0, f"{name}: requests_total{{outcome=\"abort\"}} increased", f"{a0} -> {a1}")
+    check(a1 >= a0 + aborts, f"{name}: requests_total{{outcome=\"abort\"}} +{aborts}",
+          f"{a0} -> {a1}; requests_total now: "
+          + ", ".join(f"{lab}={v:g}" for lab, v in mvalues(m, "unmask:requests_total")))
 
 
 def long_diffusion_prompt(url):
@@ -590,18 +605,37 @@ def t_cancel_stream(url, client):
 
 
 def t_cancel_timeout(url, client):
+    # The server notices a gone client of a non-streaming request when a keep-alive write fails
+    # (one byte a second: the second write after the close fails, ~2 s). So the requests must run
+    # longer than that: two long requests with classifier-free guidance (twice the forwards),
+    # batched or queued together, each takes ~5 s uncancelled on one thread.
     prompt = long_diffusion_prompt(url)
     _, m0 = metrics(url)
+    errors = []
+
+    def one():
+        t0 = time.time()
+        try:
+            r = client.with_options(timeout=0.3).completions.create(
+                model=LLADA_ID, prompt=prompt, max_tokens=128, temperature=0,
+                extra_body={**LONG, "cfg_scale": 1.0})
+            errors.append(f"the request finished before the client timeout ({time.time() - t0:.2f}"
+                          f" s, {r.usage}); cannot test the server-side abort")
+        except openai.APITimeoutError:
+            pass
+        except Exception as e:
+            errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT_S)
+    check(not errors, "cancel by client timeout: two requests, openai.APITimeoutError after 0.3 s",
+          "; ".join(errors))
     t0 = time.time()
-    try:
-        r = client.with_options(timeout=0.3).completions.create(
-            model=LLADA_ID, prompt=prompt, max_tokens=128, temperature=0, extra_body=LONG)
-        raise CheckFailed(f"client timeout 0.3 s: the request finished first ({time.time() - t0:.2f}"
-                          f" s, {r.usage}); cannot test server-side abort")
-    except openai.APITimeoutError:
-        pass
-    check(True, "cancel by client timeout: openai.APITimeoutError after 0.3 s")
-    wait_idle_and_abort(url, m0, "cancel by client timeout")
+    wait_idle_and_abort(url, m0, "cancel by client timeout", wait_s=8.0, aborts=2)
+    print(f"info  server idle {time.time() - t0:.1f} s after the client timeouts")
 
 
 TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_determinism, t_seed,
@@ -612,7 +646,7 @@ TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_de
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "bin", "unmask"))
+    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "unmask"))
     ap.add_argument("-k", help="run only the tests whose name contains this")
     args = ap.parse_args()
     tests = [t for t in TESTS if not args.k or args.k in t.__name__]

@@ -16,6 +16,7 @@ import re
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_util import AR, AR_ID, LLADA, LLADA_ID, UnmaskServer  # noqa: E402
@@ -31,6 +32,9 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 PROMPT = "Once upon a time, there was a little dog named Max. He"
+MAX_TOKENS = 128  # exact diffusion (steps = gen length): ~1 s of canvas at -t 1, room for several screenshots
+PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "tools", "server", "playground", "index.html")
 
 failures = []
 
@@ -97,6 +101,11 @@ def number(pattern, s):
 
 
 def run(args, srv, driver):
+    with urllib.request.urlopen(srv.url + "/", timeout=10) as r:
+        served = r.read()
+    with open(PAGE, "rb") as f:
+        if served != f.read():
+            print(f"note the page served at / differs from {PAGE}: the binary embeds an older copy (rebuild)")
     driver.get(srv.url + "/")
     check("page title contains 'unmask'", "unmask" in driver.title.lower(), repr(driver.title))
 
@@ -113,12 +122,13 @@ def run(args, srv, driver):
 
     # Generate: watch the canvas change.
     set_field(driver, "prompt", PROMPT)
-    set_field(driver, "max-tokens", 64)
+    set_field(driver, "max-tokens", MAX_TOKENS)
     set_field(driver, "temperature", 0)
     canvas = driver.find_element(By.ID, "diffusion-canvas")
     driver.find_element(By.ID, "generate").click()
     shots, digests, max_masked, t0 = [], [], 0, time.time()
     while time.time() - t0 < args.timeout:
+        tick = time.time()
         max_masked = max(max_masked, count(driver, "#diffusion-canvas .cell.mask"))
         if count(driver, "#diffusion-canvas .cell"):
             png = canvas.screenshot_as_png
@@ -128,7 +138,7 @@ def run(args, srv, driver):
                 shots.append(png)
         if not running(driver):
             break
-        time.sleep(0.1)
+        time.sleep(max(0.0, 0.1 - (time.time() - tick)))  # one element screenshot every ~100 ms
     gen_s = time.time() - t0
     finished = not running(driver)
     check(f"generation finished within {args.timeout} s", finished, f"{gen_s:.1f} s")

@@ -7,8 +7,8 @@
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
 #include "cli/tokenize_command.h"
-#include "server/serve_command.h"
 #include "common/cli_util.h"
+#include "server/serve_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -77,9 +77,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
     unmask::tools::PrintError(
-        "unmask", "unknown command '" + std::string(argv[1]) +
-                      "' (commands: generate, serve, inspect, bench, tokenize, convert; see 'unmask "
-                      "--help')");
+        "unmask",
+        "unknown command '" + std::string(argv[1]) +
+            "' (commands: generate, serve, inspect, bench, tokenize, convert; see 'unmask "
+            "--help')");
     return 2;
   }
   try {

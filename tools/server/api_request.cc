@@ -100,8 +100,8 @@ std::optional<ApiError> ReadPrompt(const json& j, ApiRequest* r) {
     return ReadIds(p, "prompt", &r->prompt_ids);
   }
   if (p.size() > 1) {
-    return Bad("prompt", "only one prompt per request is supported (got " +
-                             std::to_string(p.size()) + ")");
+    return Bad("prompt",
+               "only one prompt per request is supported (got " + std::to_string(p.size()) + ")");
   }
   if (p[0].is_string()) {
     r->prompt_text = p[0].get<std::string>();
@@ -125,7 +125,8 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return Bad(where, where + " must be an object");
     auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) return Bad(where + ".role", where + ".role must be a string");
+    if (role == m.end() || !role->is_string())
+      return Bad(where + ".role", where + ".role must be a string");
     ChatMessage msg;
     msg.role = role->get<std::string>();
     auto content = m.find("content");
@@ -138,8 +139,9 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
       for (const json& part : *content) {
         if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
             !part["text"].is_string()) {
-          return Bad(where + ".content",
-                     where + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported");
+          return Bad(
+              where + ".content",
+              where + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported");
         }
         msg.content += part["text"].get<std::string>();
       }
@@ -159,12 +161,41 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j.is_object()) return Bad("", "the request body must be a JSON object");
-  static const std::set<std::string> kKnown = {
-      "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
-      "top_k", "min_p", "frequency_penalty", "presence_penalty", "stop", "seed", "stream",
-      "stream_options", "n", "steps", "block_length", "remasking", "cache", "commit", "threshold",
-      "factor", "low_threshold", "cfg_scale", "early_stop", "latency_target_ms", "timeout",
-      "x_canvas", "speculative", "user", "logprobs", "echo", "best_of", "suffix"};
+  static const std::set<std::string> kKnown = {"model",
+                                               "prompt",
+                                               "messages",
+                                               "max_tokens",
+                                               "max_completion_tokens",
+                                               "temperature",
+                                               "top_p",
+                                               "top_k",
+                                               "min_p",
+                                               "frequency_penalty",
+                                               "presence_penalty",
+                                               "stop",
+                                               "seed",
+                                               "stream",
+                                               "stream_options",
+                                               "n",
+                                               "steps",
+                                               "block_length",
+                                               "remasking",
+                                               "cache",
+                                               "commit",
+                                               "threshold",
+                                               "factor",
+                                               "low_threshold",
+                                               "cfg_scale",
+                                               "early_stop",
+                                               "latency_target_ms",
+                                               "timeout",
+                                               "x_canvas",
+                                               "speculative",
+                                               "user",
+                                               "logprobs",
+                                               "echo",
+                                               "best_of",
+                                               "suffix"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) r.ignored_fields.push_back(key);
   }
@@ -226,8 +257,8 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   }
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer()) return Bad("seed", "'seed' must be an integer");
-    r.seed = it->is_number_unsigned() ? it->get<uint64_t>()
-                                      : static_cast<uint64_t>(it->get<int64_t>());
+    r.seed =
+        it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
   }
   std::optional<bool> stream, x_canvas;
   if (auto e = ReadBool(j, "stream", &stream)) return e;

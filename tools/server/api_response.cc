@@ -28,9 +28,7 @@ ApiError MakeError(int status, std::string message, std::string type, std::strin
   return e;
 }
 
-const char* ApiFinishReason(FinishReason r) {
-  return r == FinishReason::kStop ? "stop" : "length";
-}
+const char* ApiFinishReason(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
 
 json UsageJson(const RequestStats& s) {
   return {{"prompt_tokens", s.prompt_tokens},

@@ -16,8 +16,7 @@ namespace unmask::server {
 
 // {"error": {"message", "type", "param", "code"}}.
 std::string ErrorBody(const ApiError& e);
-ApiError MakeError(int status, std::string message, std::string type = "",
-                   std::string param = "");
+ApiError MakeError(int status, std::string message, std::string type = "", std::string param = "");
 
 // What every response of one request shares.
 struct ResponseHead {

@@ -52,16 +52,15 @@ struct Exchange {
 };
 
 void LogDone(const Exchange& x, const StreamEvent& e) {
-  std::fprintf(stderr,
-               "unmask serve: %s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
-               "queue=%.0fms ttft=%.0fms total=%.0fms%s%s\n",
-               x.log_prefix.c_str(), x.head.model.c_str(),
-               std::string(FinishReasonName(e.finish)).c_str(),
-               static_cast<long long>(e.stats.prompt_tokens),
-               static_cast<long long>(e.stats.completion_tokens),
-               static_cast<long long>(e.stats.nfe), e.stats.queue_ms, e.stats.ttft_ms,
-               e.stats.total_ms, e.status.ok() ? "" : " error=", e.status.ok() ? "" :
-               e.status.message().c_str());
+  std::fprintf(
+      stderr,
+      "unmask serve: %s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
+      "queue=%.0fms ttft=%.0fms total=%.0fms%s%s\n",
+      x.log_prefix.c_str(), x.head.model.c_str(), std::string(FinishReasonName(e.finish)).c_str(),
+      static_cast<long long>(e.stats.prompt_tokens),
+      static_cast<long long>(e.stats.completion_tokens), static_cast<long long>(e.stats.nfe),
+      e.stats.queue_ms, e.stats.ttft_ms, e.stats.total_ms,
+      e.status.ok() ? "" : " error=", e.status.ok() ? "" : e.status.message().c_str());
 }
 
 bool WriteSse(httplib::DataSink& sink, const std::string& data) {
@@ -99,9 +98,14 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
           tokens.push_back(x.tokenizer->Decode(one, /*skip_special=*/false));
         }
       }
-      json c = {{"id", x.head.id},     {"object", "unmask.canvas"}, {"model", x.head.model},
-                {"step", e.step},      {"block", e.block},          {"nfe", e.step + 1},
-                {"elapsed_ms", e.elapsed_ms}, {"tokens", tokens}};
+      json c = {{"id", x.head.id},
+                {"object", "unmask.canvas"},
+                {"model", x.head.model},
+                {"step", e.step},
+                {"block", e.block},
+                {"nfe", e.step + 1},
+                {"elapsed_ms", e.elapsed_ms},
+                {"tokens", tokens}};
       if (!WriteSse(sink, Dump(c))) return false;
       continue;
     }
@@ -166,8 +170,9 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   if (r.prompt_is_ids) {
     for (int32_t id : r.prompt_ids) {
       if (id >= c.vocab_size) {
-        return MakeError(400, "prompt token id " + std::to_string(id) + " is outside [0, " +
-                                  std::to_string(c.vocab_size) + ") of " + m.id,
+        return MakeError(400,
+                         "prompt token id " + std::to_string(id) + " is outside [0, " +
+                             std::to_string(c.vocab_size) + ") of " + m.id,
                          "", "prompt");
       }
     }
@@ -183,8 +188,9 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
     if (!tok.chat_template().empty()) {
       auto rendered = tok.ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true);
       if (!rendered.ok()) {
-        return MakeError(400, "the chat template of " + m.id +
-                                  " cannot render these messages: " + rendered.status().message(),
+        return MakeError(400,
+                         "the chat template of " + m.id +
+                             " cannot render these messages: " + rendered.status().message(),
                          "", "messages");
       }
       text = *std::move(rendered);
@@ -235,14 +241,14 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   sp.frequency_penalty = r.frequency_penalty.value_or(0.0);
   sp.presence_penalty = r.presence_penalty.value_or(0.0);
   sp.seed = seed;
-  g->speculative_lookup =
-      r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
+  g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
   // Diffusion: the server's defaults, then the request's extensions.
   DiffusionParams& dp = g->diffusion;
   dp = options_.diffusion;
   dp.temperature = temperature;
   dp.seed = seed;
-  dp.block_length = r.block_length.value_or(std::min(options_.diffusion.block_length, r.max_tokens));
+  dp.block_length =
+      r.block_length.value_or(std::min(options_.diffusion.block_length, r.max_tokens));
   dp.steps = r.steps.value_or(0);  // 0: one step per token (the scheduler resolves it)
   if (r.remasking) {
     auto v = RemaskingFromName(*r.remasking);
@@ -298,8 +304,8 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   if (!r.ignored_fields.empty()) {
     std::string list;
     for (const auto& f : r.ignored_fields) list += (list.empty() ? "" : ", ") + f;
-    std::fprintf(stderr, "unmask serve: %s: fields present in the request but ignored: %s\n",
-                 idbuf, list.c_str());
+    std::fprintf(stderr, "unmask serve: %s: fields present in the request but ignored: %s\n", idbuf,
+                 list.c_str());
   }
   // The model: named, or chosen by the router.
   const ServedModel* m = nullptr;
@@ -336,11 +342,10 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
       }
     }
     route = Route(rr, candidates);
-    const size_t chosen = std::find_if(candidates.begin(), candidates.end(),
-                                       [&](const RouteCandidate& c) {
-                                         return c.name == route->name;
-                                       })
-                              ->index;
+    const size_t chosen =
+        std::find_if(candidates.begin(), candidates.end(), [&](const RouteCandidate& c) {
+          return c.name == route->name;
+        })->index;
     m = models_[chosen].get();
     g = std::move(built[chosen]);
     route->index = m->index;
@@ -360,9 +365,10 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   if (!stream.ok()) {
     if (stream.status().code() == StatusCode::kResourceExhausted) {
       res.set_header("Retry-After", "1");
-      return SendError(res, MakeError(429, "the server is overloaded: " +
-                                               stream.status().message() + "; retry later",
-                                      "rate_limit_error"));
+      return SendError(
+          res,
+          MakeError(429, "the server is overloaded: " + stream.status().message() + "; retry later",
+                    "rate_limit_error"));
     }
     return SendError(res, MakeError(503, stream.status().message()));
   }

@@ -59,7 +59,8 @@ void ServeCommand::AddTo(CLI::App& app) {
       ->check(CLI::IsMember({"low_confidence", "random"}));
   app.add_option("--cache", cache, "diffusion: none (exact), prefix, dual or vicinity")
       ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}));
-  app.add_option("--commit", commit, "diffusion: fixed (exact), threshold, factor, hierarchy, credit")
+  app.add_option("--commit", commit,
+                 "diffusion: fixed (exact), threshold, factor, hierarchy, credit")
       ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}));
   app.add_option("--threshold", options.diffusion.threshold,
                  "diffusion: confidence threshold of the threshold/hierarchy/credit rules")

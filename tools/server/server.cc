@@ -36,7 +36,8 @@ Server::Server(ServerOptions options)
   metrics_.DeclareCounter("http_requests_rejected_total",
                           "Requests refused before reaching the engine, by HTTP status",
                           {"status"});
-  metrics_.DeclareGauge("model_info", "Loaded models (value 1)", {"model", "engine", "architecture"});
+  metrics_.DeclareGauge("model_info", "Loaded models (value 1)",
+                        {"model", "engine", "architecture"});
   scheduler_ = std::make_unique<Scheduler>(options_.scheduler, &metrics_);
   InstallRoutes();
 }
@@ -47,14 +48,16 @@ Server::~Server() {
 }
 
 StatusOr<int> Server::Bind() {
-  const int threads =
-      options_.http_threads > 0
-          ? options_.http_threads
-          : static_cast<int>(options_.scheduler.max_queue +
-                             static_cast<int64_t>(std::max<size_t>(options_.model_paths.size(), 1)) *
-                                 options_.scheduler.max_batch +
-                             8);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  const int threads = options_.http_threads > 0
+                          ? options_.http_threads
+                          : static_cast<int>(options_.scheduler.max_queue +
+                                             static_cast<int64_t>(
+                                                 std::max<size_t>(options_.model_paths.size(), 1)) *
+                                                 options_.scheduler.max_batch +
+                                             8);
+  http_->new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
@@ -74,8 +77,7 @@ StatusOr<int> Server::Bind() {
   return port;
 }
 
-Status Server::LoadModels(
-    const std::function<void(size_t, size_t, const std::string&)>& progress) {
+Status Server::LoadModels(const std::function<void(size_t, size_t, const std::string&)>& progress) {
   std::vector<std::unique_ptr<ServedModel>> models;
   for (size_t i = 0; i < options_.model_paths.size(); ++i) {
     auto m = std::make_unique<ServedModel>();
@@ -99,9 +101,9 @@ Status Server::LoadModels(
     auto index = scheduler_->AddModel({m->id, m->loaded.model.get(), m->loaded.tokenizer.get()});
     if (!index.ok()) return index.status().WithContext(m->path);
     m->index = *index;
-    metrics_.Set("model_info",
-                 {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded.model->config().architecture},
-                 1);
+    metrics_.Set(
+        "model_info",
+        {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded.model->config().architecture}, 1);
     models.push_back(std::move(m));
   }
   models_ = std::move(models);
@@ -218,8 +220,7 @@ void Server::HandleModels(httplib::Response& res) {
   SetJson(res, 200, {{"object", "list"}, {"data", data}});
 }
 
-void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
-                            bool detokenize) {
+void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res, bool detokenize) {
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return SendError(res, MakeError(400, "the request body must be a JSON object"));
@@ -228,8 +229,9 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
   if (j.contains("model") && j["model"].is_string() && j["model"] != "auto") {
     m = FindModel(j["model"].get<std::string>());
     if (m == nullptr) {
-      return SendError(res, MakeError(404, "unknown model '" + j["model"].get<std::string>() +
-                                               "' (see GET /v1/models)",
+      return SendError(res, MakeError(404,
+                                      "unknown model '" + j["model"].get<std::string>() +
+                                          "' (see GET /v1/models)",
                                       "", "model"));
     }
   } else if (j.contains("model") && !j["model"].is_string()) {
@@ -245,10 +247,10 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
     std::vector<int32_t> ids;
     for (const json& t : j["tokens"]) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.vocab_size()) {
-        return SendError(res, MakeError(400,
-                                        "'tokens' must hold ids in [0, " +
-                                            std::to_string(tok.vocab_size()) + ")",
-                                        "", "tokens"));
+        return SendError(
+            res, MakeError(
+                     400, "'tokens' must hold ids in [0, " + std::to_string(tok.vocab_size()) + ")",
+                     "", "tokens"));
       }
       ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
     }

@@ -1,0 +1,96 @@
+// The router's policy (engine/router.h) on constructed loads: cheapest model within the latency
+// target, the only one within it, the fastest when none is, and the load's effect.
+#include "engine/router.h"
+
+#include <gtest/gtest.h>
+
+namespace unmask {
+namespace {
+
+EngineLoad Ar() {
+  EngineLoad l;
+  l.diffusion = false;
+  l.max_batch = 8;
+  l.cost = {1.0, 0.01};  // 1 ms per forward + 0.01 ms per position
+  return l;
+}
+
+EngineLoad Diffusion() {
+  EngineLoad l;
+  l.diffusion = true;
+  l.max_batch = 8;
+  l.cost = {1.0, 0.01};
+  return l;
+}
+
+RouteRequest Req(double target_ms) {
+  RouteRequest r;
+  r.prompt_tokens = 10;
+  r.max_tokens = 64;
+  r.latency_target_ms = target_ms;
+  r.diffusion.gen_length = 64;
+  r.diffusion.block_length = 32;
+  r.diffusion.steps = 16;  // 4 tokens per forward
+  return r;
+}
+
+TEST(RouterTest, PredictionsFollowTheCostModel) {
+  const RouteRequest r = Req(1000);
+  // AR idle: prefill of 10 positions + 63 steps of 1 position.
+  EXPECT_NEAR(PredictRoute(r, Ar()).latency_ms, (1 + 0.1) + 63 * (1 + 0.01), 1e-9);
+  // Diffusion idle, no cache: 16 forwards of the 74-position canvas.
+  EXPECT_NEAR(PredictRoute(r, Diffusion()).latency_ms, 16 * (1 + 0.74), 1e-9);
+  // Compute per token: positions fed per returned token x ms per position.
+  EXPECT_NEAR(PredictRoute(r, Ar()).compute_ms_per_token, 74 * 0.01 / 64, 1e-12);
+  EXPECT_NEAR(PredictRoute(r, Diffusion()).compute_ms_per_token, 16 * 74 * 0.01 / 64, 1e-12);
+  // A full batch and a queue add waiting time.
+  EngineLoad busy = Ar();
+  busy.running = 8;
+  busy.waiting = 8;
+  EXPECT_GT(PredictRoute(r, busy).latency_ms, 2 * PredictRoute(r, Ar()).latency_ms);
+}
+
+TEST(RouterTest, PicksTheCheapestWithinTheTarget) {
+  const RouteCandidate c[] = {{0, "llada", Diffusion()}, {1, "ar", Ar()}};
+  const RouteDecision d = Route(Req(1000), c);
+  EXPECT_EQ(d.name, "ar");
+  EXPECT_EQ(d.index, 1u);
+  EXPECT_EQ(d.code, "meets_target_cheapest");
+  EXPECT_NE(d.reason.find("llada"), std::string::npos) << d.reason;
+  ASSERT_EQ(d.predicted_ms.size(), 2u);
+}
+
+TEST(RouterTest, PicksTheOnlyModelWithinATightTarget) {
+  // AR needs ~65 ms, diffusion ~28 ms: a 40 ms target leaves diffusion.
+  const RouteCandidate c[] = {{0, "llada", Diffusion()}, {1, "ar", Ar()}};
+  const RouteDecision d = Route(Req(40), c);
+  EXPECT_EQ(d.name, "llada");
+  EXPECT_EQ(d.code, "only_one_meets_target");
+}
+
+TEST(RouterTest, PicksTheFastestWhenNoneMeetsTheTarget) {
+  const RouteCandidate c[] = {{0, "llada", Diffusion()}, {1, "ar", Ar()}};
+  const RouteDecision d = Route(Req(1), c);
+  EXPECT_EQ(d.name, "llada");
+  EXPECT_EQ(d.code, "none_meet_target_fastest");
+}
+
+TEST(RouterTest, LoadMovesTheChoice) {
+  // A busy diffusion engine (big batch already fed) loses the tight-target request to AR.
+  EngineLoad busy = Diffusion();
+  busy.running = 8;
+  busy.waiting = 20;
+  busy.running_positions = 600;
+  const RouteCandidate c[] = {{0, "llada", busy}, {1, "ar", Ar()}};
+  EXPECT_EQ(Route(Req(40), c).name, "ar");
+}
+
+TEST(RouterTest, SingleCandidate) {
+  const RouteCandidate c[] = {{3, "ar", Ar()}};
+  const RouteDecision d = Route(Req(1), c);
+  EXPECT_EQ(d.index, 3u);
+  EXPECT_EQ(d.code, "single_model");
+}
+
+}  // namespace
+}  // namespace unmask

@@ -1,0 +1,151 @@
+// OpenAI request parsing (tools/server/api_request.h): accepted forms, defaults, extensions, and a
+// 400 naming the field for every malformed input.
+#include "server/api_request.h"
+
+#include <gtest/gtest.h>
+
+#include "server/api_response.h"
+
+namespace unmask::server {
+namespace {
+
+std::optional<ApiError> Parse(const std::string& body, bool chat = false,
+                              ApiRequest* out = nullptr) {
+  ApiRequest r;
+  auto e = ParseApiRequest(body, chat, out ? out : &r);
+  return e;
+}
+
+TEST(ApiRequestTest, CompletionDefaultsAndFields) {
+  ApiRequest r;
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"hi"})", false, &r));
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.prompt_text, "hi");
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_FALSE(r.temperature);
+  EXPECT_FALSE(r.stream);
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"hi","max_tokens":7,"temperature":0,"top_p":0.5,
+      "top_k":5,"stop":["a","b"],"seed":42,"stream":true,"stream_options":{"include_usage":true},
+      "n":1,"steps":8,"block_length":4,"cache":"dual","threshold":0.9,"x_canvas":true,
+      "latency_target_ms":100,"timeout":2.5,"user":"u","speculative":"lookup"})",
+                     false, &r));
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(*r.temperature, 0);
+  EXPECT_EQ(*r.top_p, 0.5);
+  EXPECT_EQ(*r.top_k, 5);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(*r.seed, 42u);
+  EXPECT_TRUE(r.stream && r.include_usage && r.x_canvas);
+  EXPECT_EQ(*r.steps, 8);
+  EXPECT_EQ(*r.block_length, 4);
+  EXPECT_EQ(*r.cache, "dual");
+  EXPECT_EQ(*r.latency_target_ms, 100);
+  EXPECT_EQ(*r.timeout_s, 2.5);
+  EXPECT_EQ(*r.speculative, "lookup");
+}
+
+TEST(ApiRequestTest, PromptForms) {
+  ApiRequest r;
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":[1,2,3]})", false, &r));
+  EXPECT_TRUE(r.prompt_is_ids);
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":["one"]})", false, &r));
+  EXPECT_EQ(r.prompt_text, "one");
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":[[4,5]]})", false, &r));
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{4, 5}));
+}
+
+TEST(ApiRequestTest, ChatMessagesAndMaxCompletionTokens) {
+  ApiRequest r;
+  ASSERT_FALSE(Parse(R"({"model":"m","messages":[{"role":"system","content":"be brief"},
+      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+      "max_tokens":5,"max_completion_tokens":9})",
+                     true, &r));
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.max_tokens, 9);
+  ASSERT_FALSE(Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", true, &r));
+  EXPECT_EQ(r.max_tokens, 128);
+}
+
+TEST(ApiRequestTest, UnknownFieldsAreIgnoredAndListed) {
+  ApiRequest r;
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","foo":1,"bar":{}})", false, &r));
+  EXPECT_EQ(r.ignored_fields, (std::vector<std::string>{"bar", "foo"}));
+}
+
+TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", ""},
+      {"[1]", ""},
+      {R"({"prompt":"x"})", "model"},
+      {R"({"model":5,"prompt":"x"})", "model"},
+      {R"({"model":"m"})", "prompt"},
+      {R"({"model":"m","prompt":5})", "prompt"},
+      {R"({"model":"m","prompt":[]})", "prompt"},
+      {R"({"model":"m","prompt":["a","b"]})", "prompt"},
+      {R"({"model":"m","prompt":[1,-2]})", "prompt"},
+      {R"({"model":"m","prompt":[1,99999999999]})", "prompt"},
+      {R"({"model":"m","prompt":"x","max_tokens":0})", "max_tokens"},
+      {R"({"model":"m","prompt":"x","max_tokens":-5})", "max_tokens"},
+      {R"({"model":"m","prompt":"x","max_tokens":1.5})", "max_tokens"},
+      {R"({"model":"m","prompt":"x","max_tokens":"9"})", "max_tokens"},
+      {R"({"model":"m","prompt":"x","max_tokens":1e300})", "max_tokens"},
+      {R"({"model":"m","prompt":"x","max_tokens":18446744073709551615})", "max_tokens"},
+      {R"({"model":"m","prompt":"x","n":2})", "n"},
+      {R"({"model":"m","prompt":"x","temperature":-1})", "temperature"},
+      {R"({"model":"m","prompt":"x","temperature":"hot"})", "temperature"},
+      {R"({"model":"m","prompt":"x","top_p":2})", "top_p"},
+      {R"({"model":"m","prompt":"x","top_p":0})", "top_p"},
+      {R"({"model":"m","prompt":"x","stop":5})", "stop"},
+      {R"({"model":"m","prompt":"x","stop":[1]})", "stop"},
+      {R"({"model":"m","prompt":"x","seed":"s"})", "seed"},
+      {R"({"model":"m","prompt":"x","stream":"yes"})", "stream"},
+      {R"({"model":"m","prompt":"x","stream_options":{"include_usage":1}})",
+       "stream_options.include_usage"},
+      {R"({"model":"m","prompt":"x","stream_options":3})", "stream_options"},
+      {R"({"model":"m","prompt":"x","steps":0})", "steps"},
+      {R"({"model":"m","prompt":"x","block_length":-1})", "block_length"},
+      {R"({"model":"m","prompt":"x","threshold":1.5})", "threshold"},
+      {R"({"model":"m","prompt":"x","cache":7})", "cache"},
+      {R"({"model":"m","prompt":"x","timeout":0})", "timeout"},
+      {R"({"model":"m","prompt":"x","speculative":"eagle"})", "speculative"},
+      {R"({"model":"m","prompt":"x","echo":true})", "echo"},
+      {R"({"model":"m","prompt":"x","logprobs":3})", "logprobs"},
+      {R"({"model":"m","prompt":"x","best_of":2})", "best_of"},
+  };
+  for (const auto& [body, param] : cases) {
+    const auto e = Parse(body);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400) << body;
+    EXPECT_EQ(e->param, param) << body;
+    EXPECT_FALSE(e->message.empty());
+  }
+  const std::vector<std::pair<std::string, std::string>> chat_cases = {
+      {R"({"model":"m"})", "messages"},
+      {R"({"model":"m","messages":[]})", "messages"},
+      {R"({"model":"m","messages":[5]})", "messages[0]"},
+      {R"({"model":"m","messages":[{"content":"x"}]})", "messages[0].role"},
+      {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content"},
+      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+       "messages[0].content"},
+  };
+  for (const auto& [body, param] : chat_cases) {
+    const auto e = Parse(body, true);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->param, param) << body;
+  }
+}
+
+TEST(ApiRequestTest, ErrorBodyIsAnOpenAiErrorObject) {
+  const auto j = nlohmann::json::parse(ErrorBody(MakeError(404, "no such model", "", "model")));
+  EXPECT_EQ(j["error"]["message"], "no such model");
+  EXPECT_EQ(j["error"]["type"], "not_found_error");
+  EXPECT_EQ(j["error"]["param"], "model");
+  EXPECT_TRUE(j["error"]["code"].is_null());
+  // Invalid UTF-8 in a message does not throw.
+  EXPECT_NO_THROW(ErrorBody(MakeError(400, "bad \xff byte")));
+}
+
+}  // namespace
+}  // namespace unmask::server
