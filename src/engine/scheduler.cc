@@ -228,32 +228,40 @@ void Scheduler::Admit(ModelState& ms) {
   for (auto& a : ms.running) {
     budget_used += a->diffusion ? static_cast<int64_t>(a->diffusion->canvas().size()) : 1;
   }
+  // Requests anywhere in the queue whose client left or whose deadline passed leave it now (they
+  // would otherwise hold queue places until they reach the front).
+  std::vector<Pending> dead;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = ms.waiting.begin(); it != ms.waiting.end();) {
+      if (it->stream->cancelled() || now >= it->req.deadline) {
+        dead.push_back(std::move(*it));
+        it = ms.waiting.erase(it);
+        --ms.load.waiting;
+        --total_waiting_;
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Pending& p : dead) {
+    FinishPending(ms, p, p.stream->cancelled() ? FinishReason::kAbort : FinishReason::kDeadline);
+  }
   for (;;) {
     Pending p;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (ms.waiting.empty()) return;
       Pending& front = ms.waiting.front();
-      const bool dead = front.stream->cancelled() || now >= front.req.deadline;
-      if (!dead) {
-        if (static_cast<int64_t>(ms.running.size()) >= options_.max_batch) return;
-        const int64_t need = static_cast<int64_t>(front.req.prompt.size()) +
-                             (ms.diffusion ? front.req.max_tokens : 0);
-        if (!ms.running.empty() && budget_used + need > options_.max_batched_tokens) return;
-        budget_used += need;
-      }
+      if (static_cast<int64_t>(ms.running.size()) >= options_.max_batch) return;
+      const int64_t need = static_cast<int64_t>(front.req.prompt.size()) +
+                           (ms.diffusion ? front.req.max_tokens : 0);
+      if (!ms.running.empty() && budget_used + need > options_.max_batched_tokens) return;
+      budget_used += need;
       p = std::move(front);
       ms.waiting.pop_front();
       --ms.load.waiting;
       --total_waiting_;
-    }
-    if (p.stream->cancelled()) {
-      FinishPending(ms, p, FinishReason::kAbort);
-      continue;
-    }
-    if (now >= p.req.deadline) {
-      FinishPending(ms, p, FinishReason::kDeadline);
-      continue;
     }
     auto a = std::make_unique<Active>();
     a->req = std::move(p.req);

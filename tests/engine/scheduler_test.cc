@@ -198,6 +198,28 @@ TEST(SchedulerTest, CancelEndsARunningRequestAndFreesItsSlot) {
   EXPECT_EQ(s.Load(*index).running, 0);
 }
 
+TEST(SchedulerTest, CancelledRequestsLeaveTheQueueFromAnyPlace) {
+  Scheduler s({1, 4, 4096}, nullptr);
+  auto index = s.AddModel(Engine("llada"));
+  ASSERT_TRUE(index.ok());
+  s.Start();
+  GenerationRequest slow = DiffusionRequest("Once upon a time", 128);
+  slow.stream_canvas = true;
+  auto running = *s.Submit(*index, slow);
+  StreamEvent e;
+  ASSERT_TRUE(running->Pop(&e, 10s));  // it holds the only slot
+  auto second = *s.Submit(*index, DiffusionRequest("The cat sat", 16));
+  auto third = *s.Submit(*index, DiffusionRequest("The dog ran", 16));
+  third->Cancel();  // behind `second` in the queue
+  const Outcome o = Drain(*third, 10s);
+  EXPECT_EQ(o.done.finish, FinishReason::kAbort);
+  EXPECT_EQ(o.done.stats.nfe, 0);
+  EXPECT_FALSE(running->finished()) << "the slow request is still running";
+  EXPECT_EQ(s.Load(*index).waiting, 1);
+  running->Cancel();
+  EXPECT_EQ(Drain(*second).done.finish, FinishReason::kLength);
+}
+
 TEST(SchedulerTest, DeadlinesEndWaitingAndRunningRequests) {
   Scheduler s({1, 4, 4096}, nullptr);
   auto index = s.AddModel(Engine("llada"));

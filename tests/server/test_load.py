@@ -53,12 +53,13 @@ def build_request(kind, rng):
     if kind.startswith("bad"):
         model = rng.choice([AR_ID, LLADA_ID, "auto"])
     stream = kind.endswith("stream")
-    body = {"model": model, "max_tokens": rng.randint(8, 32),
+    body = {"model": model, "max_tokens": 96 if kind.startswith("abort") else rng.randint(8, 32),
             "temperature": rng.choice([0, 0.8]), "seed": rng.randint(0, 1000)}
     if model == LLADA_ID and rng.random() < 0.5:
+        blocks = -(-body["max_tokens"] // 16)  # the canvas is max_tokens rounded up to blocks
         body.update(rng.choice([{"cache": "dual", "threshold": 0.9, "block_length": 16},
                                 {"cache": "prefix", "commit": "threshold", "threshold": 0.8},
-                                {"steps": 16, "block_length": 16}]))
+                                {"steps": 8 * blocks, "block_length": 16}]))
     if model == "auto" and rng.random() < 0.5:
         body["latency_target_ms"] = rng.choice([50, 200, 1000])
     if kind.startswith("chat"):
@@ -67,13 +68,9 @@ def build_request(kind, rng):
     else:
         path = "/v1/completions"
         body["prompt"] = rng.choice(PROMPTS)
-    if stream or kind == "abort_stream":
+    if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-        if kind == "abort_stream":
-            body["max_tokens"] = 96
-    if kind == "abort_wait":
-        body["max_tokens"] = 96
     if kind == "bad_json":
         raw = json.dumps(body).encode()
         bad = [raw[:len(raw) // 2], b"{nope}", b"[]", b"",
