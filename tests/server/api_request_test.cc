@@ -99,6 +99,7 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
       {R"({"model":"m","prompt":"x","top_p":0})", "top_p"},
       {R"({"model":"m","prompt":"x","stop":5})", "stop"},
       {R"({"model":"m","prompt":"x","stop":[1]})", "stop"},
+      {R"({"model":"m","prompt":"x","stop":["a","b","c","d","e"]})", "stop"},
       {R"({"model":"m","prompt":"x","seed":"s"})", "seed"},
       {R"({"model":"m","prompt":"x","stream":"yes"})", "stream"},
       {R"({"model":"m","prompt":"x","stream_options":{"include_usage":1}})",

@@ -606,9 +606,9 @@ def t_cancel_stream(url, client):
 
 def t_cancel_timeout(url, client):
     # The server notices a gone client of a non-streaming request when a keep-alive write fails
-    # (one byte a second: the second write after the close fails, ~2 s). So the requests must run
-    # longer than that: two long requests with classifier-free guidance (twice the forwards),
-    # batched or queued together, each takes ~5 s uncancelled on one thread.
+    # (one space every 200 ms: the second write after the close fails, ~0.4 s). The requests must
+    # run well past that: two long requests with classifier-free guidance (twice the forwards),
+    # batched or queued together, each take seconds uncancelled on one thread.
     prompt = long_diffusion_prompt(url)
     _, m0 = metrics(url)
     errors = []

@@ -246,7 +246,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
     if (it->is_string()) {
       if (!it->get<std::string>().empty()) r.stop.push_back(it->get<std::string>());
     } else if (it->is_array()) {
-      if (it->size() > 16) return Bad("stop", "'stop' may hold at most 16 strings");
+      if (it->size() > 4) return Bad("stop", "'stop' may hold at most 4 strings (OpenAI's limit)");
       for (const json& s : *it) {
         if (!s.is_string()) return Bad("stop", "'stop' must be a string or a list of strings");
         if (!s.get<std::string>().empty()) r.stop.push_back(s.get<std::string>());
