@@ -1,5 +1,6 @@
 #include "engine/metrics.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -27,8 +28,8 @@ std::string FormatNumber(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   if (std::isnan(v)) return "NaN";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round-trip form
+  return std::string(buf, r.ptr);
 }
 
 // {a="x",b="y"} plus an optional extra label (le for buckets); "" without labels.

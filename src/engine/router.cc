@@ -14,7 +14,8 @@ std::string Ms(double v) {
 
 }  // namespace
 
-RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load) {
+RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load,
+                             double shared_step_ms) {
   const double running = static_cast<double>(load.running);
   const double tokens = static_cast<double>(std::max<int64_t>(req.max_tokens, 1));
   double service = 0;
@@ -28,16 +29,19 @@ RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load) {
     const double canvas = static_cast<double>(req.prompt_tokens) + gen;
     const double per_step =
         p.cache == CacheMode::kNone ? canvas : static_cast<double>(p.block_length);
-    service = nfe * load.cost.Ms(static_cast<double>(load.running_positions) + per_step);
+    service = nfe * (load.cost.Ms(static_cast<double>(load.running_positions) + per_step) +
+                     shared_step_ms);
     positions = nfe * per_step;
   } else {
     const double prompt = static_cast<double>(req.prompt_tokens);
-    service = load.cost.Ms(prompt + running) + (tokens - 1) * load.cost.Ms(running + 1);
+    service = load.cost.Ms(prompt + running) + (tokens - 1) * load.cost.Ms(running + 1) +
+              tokens * shared_step_ms;
     positions = prompt + tokens;
   }
   const double ahead = static_cast<double>(load.waiting) +
                        std::max(0.0, running + 1 - static_cast<double>(load.max_batch));
-  const double queue = ahead / static_cast<double>(std::max<int64_t>(load.max_batch, 1)) * service;
+  const double queue = ahead / static_cast<double>(std::max<int64_t>(load.max_batch, 1)) *
+                       std::max(service, load.mean_service_ms);
   return {queue + service, positions * load.cost.ms_per_position / tokens};
 }
 
@@ -45,7 +49,7 @@ RouteDecision Route(const RouteRequest& req, std::span<const RouteCandidate> can
   RouteDecision d;
   std::vector<RoutePrediction> pred;
   for (const RouteCandidate& c : candidates) {
-    pred.push_back(PredictRoute(req, c.load));
+    pred.push_back(PredictRoute(req, c.load, c.shared_step_ms));
     d.predicted_ms.emplace_back(c.name, pred.back().latency_ms);
   }
   size_t best = 0;

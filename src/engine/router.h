@@ -11,7 +11,9 @@
 //   diffusion: queue + NFE x forward(P + positions per step), NFE = steps (fixed commit rule) or
 //              gen_length / measured tokens per forward (dynamic rules); positions per step = the
 //              canvas (no cache) or the block (cached modes)
-//   queue:     requests ahead / max_batch x the request's own service time.
+//   queue:     requests ahead / max_batch x the larger of the request's own service time and the
+//              measured mean service time of the model's completed requests
+// and every step also waits for the other models' forwards (one engine thread steps them all).
 #ifndef UNMASK_ENGINE_ROUTER_H_
 #define UNMASK_ENGINE_ROUTER_H_
 
@@ -36,19 +38,24 @@ struct RouteCandidate {
   size_t index = 0;  // scheduler model index
   std::string name;
   EngineLoad load;
+  // Time the other models add to each of this model's steps: one engine thread steps every model
+  // in turn, so a step waits for the other models' forwards (the sum of their last forward times
+  // while they have running requests).
+  double shared_step_ms = 0;
 };
 
 struct RoutePrediction {
   double latency_ms = 0;            // predicted end-to-end
   double compute_ms_per_token = 0;  // machine time per returned token
 };
-RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load);
+RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load,
+                             double shared_step_ms = 0);
 
 struct RouteDecision {
-  size_t index = 0;  // chosen candidate's model index
-  std::string name;  // chosen model
-  std::string code;  // "meets_target_cheapest" | "only_one_meets_target" |
-                     // "none_meet_target_fastest" | "single_model"
+  size_t index = 0;    // chosen candidate's model index
+  std::string name;    // chosen model
+  std::string code;    // "meets_target_cheapest" | "only_one_meets_target" |
+                       // "none_meet_target_fastest" | "single_model"
   std::string reason;  // one human-readable sentence with the numbers
   std::vector<std::pair<std::string, double>> predicted_ms;  // per candidate
 };

@@ -150,11 +150,15 @@ StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(size_t index, Generat
     std::lock_guard<std::mutex> lock(mu_);
     if (shutdown_) return FailedPreconditionError("the server is shutting down");
     if (index >= models_.size()) return OutOfRangeError("unknown model index");
-    if (total_waiting_ >= options_.max_queue) {
+    ModelState& ms = *models_[index];
+    // A request that will run at once (a free place in its model's batch) never counts against the
+    // queue; only those that must wait do.
+    const bool runs_now =
+        ms.load.running + static_cast<int64_t>(ms.waiting.size()) < options_.max_batch;
+    if (!runs_now && total_waiting_ >= options_.max_queue) {
       return ResourceExhaustedError("the queue is full (" + std::to_string(options_.max_queue) +
                                     " requests waiting)");
     }
-    ModelState& ms = *models_[index];
     ms.waiting.push_back(Pending{std::move(req), stream});
     ++ms.load.waiting;
     ++total_waiting_;
@@ -254,8 +258,8 @@ void Scheduler::Admit(ModelState& ms) {
       if (ms.waiting.empty()) return;
       Pending& front = ms.waiting.front();
       if (static_cast<int64_t>(ms.running.size()) >= options_.max_batch) return;
-      const int64_t need = static_cast<int64_t>(front.req.prompt.size()) +
-                           (ms.diffusion ? front.req.max_tokens : 0);
+      const int64_t need =
+          static_cast<int64_t>(front.req.prompt.size()) + (ms.diffusion ? front.req.max_tokens : 0);
       if (!ms.running.empty() && budget_used + need > options_.max_batched_tokens) return;
       budget_used += need;
       p = std::move(front);
@@ -304,6 +308,10 @@ void Scheduler::Admit(ModelState& ms) {
                         a->stats.queue_ms / 1000);
     }
     ms.running.push_back(std::move(a));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ms.load.running = static_cast<int64_t>(ms.running.size());
+    }
     if (!st.ok()) {
       Finish(ms, *ms.running.back(), FinishReason::kError, st);
       ms.running.pop_back();
@@ -394,12 +402,16 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
       metrics_->Observe("request_tokens_per_forward", me, a.stats.tokens_per_forward());
     }
   }
-  if (ms.diffusion && a.stats.nfe > 0 &&
-      (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
-    ms.tpf_sum += a.stats.tokens_per_forward();
-    ++ms.tpf_count;
+  if (a.stats.nfe > 0 && (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
     std::lock_guard<std::mutex> lock(mu_);
-    ms.load.diffusion_tokens_per_forward = ms.tpf_sum / static_cast<double>(ms.tpf_count);
+    const double service = a.stats.total_ms - a.stats.queue_ms;
+    ms.load.mean_service_ms =
+        ms.load.mean_service_ms > 0 ? 0.8 * ms.load.mean_service_ms + 0.2 * service : service;
+    if (ms.diffusion) {
+      ms.tpf_sum += a.stats.tokens_per_forward();
+      ++ms.tpf_count;
+      ms.load.diffusion_tokens_per_forward = ms.tpf_sum / static_cast<double>(ms.tpf_count);
+    }
   }
   if (a.slot >= 0 && a.slot < static_cast<int32_t>(ms.slot_used.size())) {
     ms.kv->Clear(a.slot);

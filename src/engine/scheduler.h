@@ -59,6 +59,8 @@ struct EngineLoad {
   int64_t max_batch = 0;
   ForwardCostModel cost;
   double diffusion_tokens_per_forward = 1;  // running average over finished diffusion requests
+  double last_forward_ms = 0;               // wall time of the last forward
+  double mean_service_ms = 0;  // admission -> finish of completed requests (EMA, weight 0.2)
 };
 
 class Scheduler {

@@ -50,6 +50,19 @@ TEST(RouterTest, PredictionsFollowTheCostModel) {
   EXPECT_GT(PredictRoute(r, busy).latency_ms, 2 * PredictRoute(r, Ar()).latency_ms);
 }
 
+TEST(RouterTest, QueueUsesTheMeasuredServiceTimeAndOtherModelsSlowEachStep) {
+  const RouteRequest r = Req(1000);
+  EngineLoad full = Ar();
+  full.running = 8;
+  full.waiting = 7;  // 8 ahead of it
+  const double own = PredictRoute(r, full).latency_ms;
+  full.mean_service_ms = 5000;  // the requests ahead are long ones
+  // own = queue (8 ahead / 8 x its service) + its service; now the queue is 8 / 8 x 5000 ms.
+  EXPECT_NEAR(PredictRoute(r, full).latency_ms, 5000 + own / 2, 1e-6);
+  // Another model's 10 ms forwards are added to each of the 64 AR steps.
+  EXPECT_NEAR(PredictRoute(r, Ar(), 10).latency_ms - PredictRoute(r, Ar()).latency_ms, 640, 1e-6);
+}
+
 TEST(RouterTest, PicksTheCheapestWithinTheTarget) {
   const RouteCandidate c[] = {{0, "llada", Diffusion()}, {1, "ar", Ar()}};
   const RouteDecision d = Route(Req(1000), c);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/generate.h"
@@ -195,6 +196,11 @@ TEST(SchedulerTest, CancelEndsARunningRequestAndFreesItsSlot) {
   auto second = *s.Submit(*index, DiffusionRequest("The cat sat", 16));
   EXPECT_EQ(Drain(*second).done.finish, FinishReason::kLength);
   EXPECT_EQ(metrics.Value("requests_total", {"llada", "diffusion", "abort"}), 1);
+  // The load is updated after the step that sent the last event.
+  const auto until = SteadyClock::now() + 5s;
+  while (s.Load(*index).running != 0 && SteadyClock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
   EXPECT_EQ(s.Load(*index).running, 0);
 }
 

@@ -138,6 +138,23 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
   }
 }
 
+TEST(ApiRequestTest, DeeplyNestedBodiesAreRefusedBeforeParsing) {
+  EXPECT_EQ(JsonNestingDepth(R"({"a":[1,{"b":"[[[["}]})"), 3);  // brackets in strings skipped
+  EXPECT_EQ(JsonNestingDepth(R"({"a":"\"[["})"), 1);
+  const std::string deep =
+      R"({"model":"m","prompt":)" + std::string(100000, '[') + "1" + std::string(100000, ']') + "}";
+  const auto e = Parse(deep);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_NE(e->message.find("deeper"), std::string::npos);
+  // 64 levels are fine (then refused for their content, not their depth).
+  const std::string ok =
+      R"({"model":"m","prompt":)" + std::string(63, '[') + "1" + std::string(63, ']') + "}";
+  const auto e2 = Parse(ok);
+  ASSERT_TRUE(e2);
+  EXPECT_EQ(e2->message.find("deeper"), std::string::npos);
+}
+
 TEST(ApiRequestTest, ErrorBodyIsAnOpenAiErrorObject) {
   const auto j = nlohmann::json::parse(ErrorBody(MakeError(404, "no such model", "", "model")));
   EXPECT_EQ(j["error"]["message"], "no such model");

@@ -1,5 +1,6 @@
 #include "server/api_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -155,9 +156,36 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
 
 }  // namespace
 
+int JsonNestingDepth(const std::string& body) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out) {
   ApiRequest r;
   r.chat = chat;
+  if (JsonNestingDepth(body) > kMaxJsonDepth) {
+    return Bad("", "the request body nests arrays/objects deeper than " +
+                       std::to_string(kMaxJsonDepth) + " levels");
+  }
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j.is_object()) return Bad("", "the request body must be a JSON object");

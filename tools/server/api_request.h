@@ -63,6 +63,12 @@ struct ApiRequest {
   std::vector<std::string> ignored_fields;  // unknown top-level fields (logged)
 };
 
+// Deepest nesting of arrays and objects in `body` (strings skipped; a quick scan, not a
+// validation). Request bodies deeper than kMaxJsonDepth are refused before parsing: parsing one
+// nested array per byte of an 8 MiB body would take hundreds of MiB.
+int JsonNestingDepth(const std::string& body);
+inline constexpr int kMaxJsonDepth = 64;
+
 // Parses `body` as a completions (chat = false) or chat completions request. Returns the error to
 // send (400 for malformed JSON, wrong types, out-of-range values, n != 1) or nullopt.
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out);

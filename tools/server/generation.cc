@@ -64,6 +64,15 @@ void LogDone(const Exchange& x, const StreamEvent& e) {
       e.status.ok() ? "" : " error=", e.status.ok() ? "" : e.status.message().c_str());
 }
 
+// The error a request that did not complete ends with (an engine fault, or an abort the client
+// can still see: the server is shutting down).
+ApiError EndError(const StreamEvent& e) {
+  if (e.finish == FinishReason::kAbort) {
+    return MakeError(503, "the request was aborted: the server is shutting down");
+  }
+  return MakeError(500, "generation failed: " + e.status.message());
+}
+
 bool WriteSse(httplib::DataSink& sink, const std::string& data) {
   const std::string line = "data: " + data + "\n\n";
   return sink.write(line.data(), line.size());
@@ -112,9 +121,8 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
     }
     // kDone.
     LogDone(x, e);
-    if (e.finish == FinishReason::kError) {
-      const ApiError err = MakeError(500, "generation failed: " + e.status.message());
-      if (!WriteSse(sink, ErrorBody(err))) return false;
+    if (e.finish == FinishReason::kError || e.finish == FinishReason::kAbort) {
+      if (!WriteSse(sink, ErrorBody(EndError(e)))) return false;
     } else {
       const json usage = UsageJson(e.stats);
       const json xu = XUnmaskJson(x.head, x.engine, e.finish, e.stats, x.route);
@@ -149,8 +157,8 @@ bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
     if (e.type != StreamEvent::Type::kDone) continue;
     LogDone(x, e);
     std::string body;
-    if (e.finish == FinishReason::kError) {
-      body = ErrorBody(MakeError(500, "generation failed: " + e.status.message()));
+    if (e.finish == FinishReason::kError || e.finish == FinishReason::kAbort) {
+      body = ErrorBody(EndError(e));
     } else {
       body = Dump(CompletionBody(x.head, text, e.finish, UsageJson(e.stats),
                                  XUnmaskJson(x.head, x.engine, e.finish, e.stats, x.route)));
@@ -177,8 +185,31 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
                          "", "prompt");
       }
     }
+    if (c.is_diffusion()) {
+      for (int32_t id : r.prompt_ids) {
+        if (id == tok.special().mask) {
+          return MakeError(400,
+                           "the prompt holds the mask token id " + std::to_string(id) +
+                               "; the server does not denoise prompt positions (use unmask "
+                               "generate --prompt-ids for that)",
+                           "", "prompt");
+        }
+      }
+    }
     *ids = r.prompt_ids;
     return std::nullopt;
+  }
+  // A text far longer than the context cannot fit whatever the tokenizer does: refuse it before
+  // tokenizing (an 8 MiB prompt would otherwise cost hundreds of MiB and seconds of CPU).
+  size_t chars = r.prompt_text.size();
+  for (const ChatMessage& msg : r.messages) chars += msg.content.size();
+  const size_t max_chars = static_cast<size_t>(std::max<int64_t>(c.context_length, 64)) * 64;
+  if (chars > max_chars) {
+    return MakeError(413,
+                     "the prompt (" + std::to_string(chars) +
+                         " bytes) cannot fit in the context of " +
+                         std::to_string(c.context_length) + " tokens of " + m.id,
+                     "invalid_request_error", r.chat ? "messages" : "prompt");
   }
   std::string text = r.prompt_text;
   std::string user_text = r.prompt_text;
@@ -286,8 +317,15 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   const Status st = scheduler_->Validate(m.index, *g);
   if (!st.ok()) {
     if (st.code() == StatusCode::kOutOfRange) {
-      return MakeError(413, st.message() + " (model " + m.id + ")", "invalid_request_error",
-                       "max_tokens");
+      std::string msg = st.message() + " (model " + m.id + ")";
+      const int64_t canvas =
+          (r.max_tokens + dp.block_length - 1) / dp.block_length * dp.block_length;
+      if (m.diffusion() && canvas != r.max_tokens) {
+        msg += "; the diffusion canvas is max_tokens (" + std::to_string(r.max_tokens) +
+               ") rounded up to a multiple of block_length (" + std::to_string(dp.block_length) +
+               "): " + std::to_string(canvas) + " positions";
+      }
+      return MakeError(413, msg, "invalid_request_error", "max_tokens");
     }
     return MakeError(400, st.message(), "invalid_request_error");
   }
@@ -298,6 +336,12 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   const auto arrival = SteadyClock::now();
   ApiRequest r;
   if (auto e = ParseApiRequest(req.body, chat, &r)) return SendError(res, *e);
+  // HTTP/1.0 has no chunked encoding: the whole response is built before it is sent (no keep-alive
+  // spaces, so a client that leaves is not noticed), and streaming is refused.
+  if (req.version == "HTTP/1.0" && r.stream) {
+    return SendError(res,
+                     MakeError(400, "streaming needs HTTP/1.1 (chunked transfer)", "", "stream"));
+  }
   const uint64_t n = next_id_.fetch_add(1);
   char idbuf[40];
   std::snprintf(idbuf, sizeof(idbuf), "%s-%016llx", chat ? "chatcmpl" : "cmpl",
@@ -328,6 +372,13 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
       candidates.push_back({i, models_[i]->id, scheduler_->Load(models_[i]->index)});
     }
     if (candidates.empty()) return SendError(res, *first_error);
+    for (RouteCandidate& c : candidates) {
+      for (const auto& other : models_) {
+        if (other->index == models_[c.index]->index) continue;
+        const EngineLoad l = scheduler_->Load(other->index);
+        if (l.running > 0) c.shared_step_ms += l.last_forward_ms;
+      }
+    }
     // The router's request: as the diffusion engine would run it.
     RouteRequest rr;
     rr.max_tokens = r.max_tokens;
@@ -389,6 +440,24 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   };
   // Runs when the response ends, whichever way: a request still running is cancelled.
   auto release = [x](bool) { x->stream->Cancel(); };
+  if (req.version == "HTTP/1.0") {
+    StreamEvent e;
+    std::string text;
+    for (;;) {
+      if (!x->stream->Pop(&e, std::chrono::seconds(1))) continue;
+      if (e.type == StreamEvent::Type::kText) text += e.text;
+      if (e.type == StreamEvent::Type::kDone) break;
+    }
+    LogDone(*x, e);
+    if (e.finish == FinishReason::kError || e.finish == FinishReason::kAbort) {
+      return SendError(res, EndError(e));
+    }
+    res.set_content(
+        Dump(CompletionBody(x->head, text, e.finish, UsageJson(e.stats),
+                            XUnmaskJson(x->head, x->engine, e.finish, e.stats, x->route))),
+        "application/json");
+    return;
+  }
   // "application/json; charset=utf-8", not "application/json": cpp-httplib would gzip the latter
   // when the client accepts it, and its compressor holds back the keep-alive spaces, so a client
   // that left would go unnoticed (event streams are never compressed).

@@ -59,9 +59,15 @@ StatusOr<int> Server::Bind() {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
   };
   http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_read_timeout(30, 0);
+  http_->set_read_timeout(10, 0);
   http_->set_write_timeout(30, 0);
   http_->set_keep_alive_timeout(5);
+  // cpp-httplib's default socket options include SO_REUSEPORT, which lets a second server share a
+  // port that is in use (the kernel then splits connections between them): only SO_REUSEADDR.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
+  });
   int port = options_.port;
   if (port == 0) {
     port = http_->bind_to_any_port(options_.host);
@@ -115,6 +121,9 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
 void Server::Serve() { http_->listen_after_bind(); }
 
 void Server::Stop() {
+  // Requests end first (as aborted: their streams get a last event and close), then the listener
+  // and the connection threads.
+  scheduler_->Shutdown();
   if (http_) http_->stop();
 }
 
@@ -158,6 +167,17 @@ void Server::InstallRoutes() {
   s.Get("/v1/models", [this, guard](const httplib::Request&, httplib::Response& res) {
     if (guard(res)) HandleModels(res);
   });
+  s.Get(R"(/v1/models/(.+))", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (!guard(res)) return;
+    const std::string id = req.matches[1];
+    json all;
+    HandleModels(res);
+    all = json::parse(res.body);
+    for (const json& m : all["data"]) {
+      if (m["id"] == id) return SetJson(res, 200, m);
+    }
+    SendError(res, MakeError(404, "the model '" + id + "' does not exist", "", "model"));
+  });
   s.Post("/v1/completions", [this, guard](const httplib::Request& req, httplib::Response& res) {
     if (guard(res)) HandleGeneration(req, res, false);
   });
@@ -177,7 +197,14 @@ void Server::InstallRoutes() {
     if (!res.body.empty()) return;
     std::string msg = "HTTP " + std::to_string(res.status);
     if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
-    if (res.status == 413) msg = "the request body is too large";
+    if (res.status == 413) {
+      msg = "the request body is too large";
+      if (req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
+        msg +=
+            " for Content-Type application/x-www-form-urlencoded (curl -d's default; the HTTP "
+            "library caps form bodies at 8 KiB): send Content-Type: application/json";
+      }
+    }
     if (res.status == 405) msg = "method not allowed";
     res.set_content(ErrorBody(MakeError(res.status, msg)), "application/json");
   });
@@ -221,6 +248,9 @@ void Server::HandleModels(httplib::Response& res) {
 }
 
 void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res, bool detokenize) {
+  if (JsonNestingDepth(req.body) > kMaxJsonDepth) {
+    return SendError(res, MakeError(400, "the request body nests too deeply"));
+  }
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return SendError(res, MakeError(400, "the request body must be a JSON object"));
@@ -262,7 +292,10 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
   as_request["model"] = m->id;
   const bool chat = j.contains("messages");
   if (auto e = ParseApiRequest(as_request.dump(), chat, &r)) return SendError(res, *e);
-  if (j.contains("add_special") && j["add_special"].is_boolean() && !j["add_special"].get<bool>()) {
+  if (j.contains("add_special") && !j["add_special"].is_boolean()) {
+    return SendError(res, MakeError(400, "'add_special' must be a boolean", "", "add_special"));
+  }
+  if (j.contains("add_special") && !j["add_special"].get<bool>()) {
     if (!chat && !r.prompt_is_ids) {
       const auto ids = tok.Encode(r.prompt_text, false, false);
       return SetJson(res, 200,
