@@ -14,6 +14,7 @@
 namespace unmask::tools {
 
 void ServeCommand::AddTo(CLI::App& app) {
+  app.option_defaults()->always_capture_default();
   app.add_option("-m,--model", models,
                  "GGUF model to serve (repeat for several: a diffusion model and an AR model "
                  "side by side; the id is the file name without .gguf)")
@@ -59,14 +60,19 @@ void ServeCommand::AddTo(CLI::App& app) {
       ->check(CLI::IsMember({"low_confidence", "random"}));
   app.add_option("--cache", cache, "diffusion: none (exact), prefix, dual or vicinity")
       ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}));
-  app.add_option("--commit", commit,
-                 "diffusion: fixed (exact), threshold, factor, hierarchy, credit")
-      ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}));
-  app.add_option("--threshold", options.diffusion.threshold,
-                 "diffusion: confidence threshold of the threshold/hierarchy/credit rules")
-      ->check(CLI::Range(1e-9, 1.0));
-  app.add_option("--factor", options.diffusion.factor, "diffusion: factor rule parameter")
-      ->check(CLI::Range(1e-9, 1e6));
+  commit_option =
+      app.add_option("--commit", commit,
+                     "diffusion: fixed (exact), threshold, factor, hierarchy, credit (--threshold "
+                     "alone implies "
+                     "threshold, --factor alone factor)")
+          ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}));
+  threshold_option =
+      app.add_option("--threshold", options.diffusion.threshold,
+                     "diffusion: confidence threshold of the threshold/hierarchy/credit rules")
+          ->check(CLI::Range(1e-9, 1.0));
+  factor_option =
+      app.add_option("--factor", options.diffusion.factor, "diffusion: factor rule parameter")
+          ->check(CLI::Range(1e-9, 1e6));
   app.add_flag("--early-stop", options.diffusion.early_stop,
                "diffusion: end at the first block holding EOS (dInfer)");
 }
@@ -94,6 +100,14 @@ int ServeCommand::Run() {
   options.diffusion.remasking = *RemaskingFromName(remasking);
   options.diffusion.cache = *CacheModeFromName(cache);
   options.diffusion.commit = *CommitRuleFromName(commit);
+  if (commit_option->count() == 0) {
+    if (threshold_option->count() > 0 && factor_option->count() > 0) {
+      PrintError("unmask serve", "--threshold and --factor belong to different commit rules");
+      return 2;
+    }
+    if (threshold_option->count() > 0) options.diffusion.commit = CommitRule::kThreshold;
+    if (factor_option->count() > 0) options.diffusion.commit = CommitRule::kFactor;
+  }
   if (aliases.size() > models.size()) {
     PrintError("unmask serve", "more --alias than -m");
     return 2;

@@ -23,6 +23,9 @@ struct ServeCommand {
   std::string cache = "none";
   std::string commit = "fixed";
   double request_timeout_s = 600;
+  CLI::Option* commit_option = nullptr;
+  CLI::Option* threshold_option = nullptr;
+  CLI::Option* factor_option = nullptr;
 
   void AddTo(CLI::App& app);
   int Run();  // exit code
