@@ -49,7 +49,9 @@ RouteDecision Route(const RouteRequest& req, std::span<const RouteCandidate> can
   RouteDecision d;
   std::vector<RoutePrediction> pred;
   for (const RouteCandidate& c : candidates) {
-    pred.push_back(PredictRoute(req, c.load, c.shared_step_ms));
+    RouteRequest mine = req;
+    if (c.prompt_tokens >= 0) mine.prompt_tokens = c.prompt_tokens;
+    pred.push_back(PredictRoute(mine, c.load, c.shared_step_ms));
     d.predicted_ms.emplace_back(c.name, pred.back().latency_ms);
   }
   size_t best = 0;

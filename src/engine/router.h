@@ -42,6 +42,8 @@ struct RouteCandidate {
   // in turn, so a step waits for the other models' forwards (the sum of their last forward times
   // while they have running requests).
   double shared_step_ms = 0;
+  // The request's prompt length with this model's tokenizer (-1: RouteRequest::prompt_tokens).
+  int64_t prompt_tokens = -1;
 };
 
 struct RoutePrediction {

@@ -98,6 +98,13 @@ TEST(RouterTest, LoadMovesTheChoice) {
   EXPECT_EQ(Route(Req(40), c).name, "ar");
 }
 
+TEST(RouterTest, EachCandidateUsesItsOwnPromptLength) {
+  RouteCandidate c[] = {{0, "ar", Ar()}};
+  const double base = Route(Req(1000), c).predicted_ms[0].second;
+  c[0].prompt_tokens = 1010;  // another tokenizer: 1000 more prompt positions to prefill
+  EXPECT_NEAR(Route(Req(1000), c).predicted_ms[0].second - base, 1000 * 0.01, 1e-9);
+}
+
 TEST(RouterTest, SingleCandidate) {
   const RouteCandidate c[] = {{3, "ar", Ar()}};
   const RouteDecision d = Route(Req(1), c);

@@ -383,9 +383,9 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     RouteRequest rr;
     rr.max_tokens = r.max_tokens;
     rr.latency_target_ms = r.latency_target_ms.value_or(options_.latency_target_ms);
-    for (const RouteCandidate& c : candidates) {
+    for (RouteCandidate& c : candidates) {
       const GenerationRequest& b = built[c.index];
-      rr.prompt_tokens = static_cast<int64_t>(b.prompt.size());
+      c.prompt_tokens = static_cast<int64_t>(b.prompt.size());
       if (models_[c.index]->diffusion()) {
         rr.diffusion = b.diffusion;
         const int64_t bl = std::max<int64_t>(rr.diffusion.block_length, 1);
