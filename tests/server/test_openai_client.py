@@ -11,7 +11,6 @@ request on the server). Prints one line per check; exits 1 if any check failed.
   .venv/bin/python tests/server/test_openai_client.py --unmask build/release/unmask
 """
 import argparse
-import http.client
 import json
 import os
 import re
@@ -19,7 +18,6 @@ import sys
 import threading
 import time
 import traceback
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT, UnmaskServer  # noqa: E402
@@ -27,152 +25,9 @@ from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT, UnmaskServer  # noqa: 
 import openai  # noqa: E402
 from openai import OpenAI  # noqa: E402
 
-PROMPT = "Once upon a time"
-TIMEOUT_S = 60.0  # every client call; the twins generate 128 tokens in well under a second
-
-
-class CheckFailed(Exception):
-    pass
-
-
-class Checks:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def __call__(self, cond, name, detail=""):
-        if not cond:
-            raise CheckFailed(f"{name}: {detail}" if detail else name)
-        self.passed += 1
-        print(f"ok    {name}", flush=True)
-
-
-check = Checks()
-
-
-# ----------------------------------------------------------------------------------------------
-# helpers
-
-
-def raw(url, method, path, body=None, headers=None, timeout=TIMEOUT_S):
-    """One HTTP request on a fresh connection: (status, headers (lower-case keys), body bytes)."""
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    try:
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body).encode()
-            headers = {"Content-Type": "application/json", **(headers or {})}
-        conn.request(method, path, body=body, headers=headers or {})
-        r = conn.getresponse()
-        data = r.read()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
-    finally:
-        conn.close()
-
-
-def raw_json(url, method, path, body=None, timeout=TIMEOUT_S):
-    status, headers, data = raw(url, method, path, body, timeout=timeout)
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        obj = None
-    return status, headers, obj, data
-
-
-def is_error_object(obj):
-    return (isinstance(obj, dict) and isinstance(obj.get("error"), dict)
-            and isinstance(obj["error"].get("message"), str) and obj["error"]["message"] != ""
-            and "type" in obj["error"])
-
-
-def x_unmask(obj):
-    d = obj.to_dict() if hasattr(obj, "to_dict") else {}
-    xu = d.get("x_unmask")
-    if xu is None and getattr(obj, "model_extra", None):
-        xu = obj.model_extra.get("x_unmask")
-    return xu
-
-
-METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?\s*$")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text):
-    """Prometheus text format -> list of (name, {label: value}, float)."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = METRIC_LINE.match(line)
-        if not m:
-            raise CheckFailed(f"/metrics: unparsable line {line!r}")
-        out.append((m.group(1), dict(LABEL.findall(m.group(2) or "")), float(m.group(3))))
-    return out
-
-
-def metrics(url):
-    status, headers, data = raw(url, "GET", "/metrics", timeout=10)
-    if status != 200:
-        raise CheckFailed(f"GET /metrics -> {status} {data[:200]!r}")
-    return data.decode(), parse_metrics(data.decode())
-
-
-def msum(samples, name, **labels):
-    return sum(v for n, lab, v in samples
-               if n == name and all(lab.get(k) == w for k, w in labels.items()))
-
-
-def mvalues(samples, name):
-    return [(lab, v) for n, lab, v in samples if n == name]
-
-
-def check_usage(name, usage, max_tokens):
-    check(usage is not None, f"{name}: usage present")
-    p, c, t = usage.prompt_tokens, usage.completion_tokens, usage.total_tokens
-    check(p > 0 and c >= 1 and t == p + c, f"{name}: usage consistent",
-          f"prompt {p} completion {c} total {t}")
-    if max_tokens is not None:
-        check(c <= max_tokens, f"{name}: completion_tokens <= max_tokens", f"{c} > {max_tokens}")
-
-
-def check_x_unmask(name, xu, engine=None, model=None):
-    check(isinstance(xu, dict), f"{name}: x_unmask present", repr(xu))
-    missing = [k for k in ("model", "engine", "nfe", "tokens_per_forward", "queue_ms", "ttft_ms",
-                           "total_ms") if k not in xu]
-    check(not missing, f"{name}: x_unmask fields", f"missing {missing} in {xu}")
-    if engine:
-        check(xu["engine"] == engine, f"{name}: x_unmask.engine == {engine}", repr(xu))
-    if model:
-        check(xu["model"] == model, f"{name}: x_unmask.model == {model}", repr(xu))
-    check(isinstance(xu["nfe"], int) and xu["nfe"] >= 1, f"{name}: x_unmask.nfe >= 1", repr(xu))
-
-
-ENGINE = {LLADA_ID: "diffusion", AR_ID: "ar"}
-
-
-def complete(client, model, max_tokens=32, temperature=0.0, **kw):
-    return client.completions.create(model=model, prompt=kw.pop("prompt", PROMPT),
-                                     max_tokens=max_tokens, temperature=temperature, **kw)
-
-
-def expect_status(fn, exc_type, status):
-    """Calls fn, expects the openai exception exc_type with status_code status; returns it."""
-    try:
-        r = fn()
-    except exc_type as e:
-        if getattr(e, "status_code", None) != status:
-            raise CheckFailed(f"expected HTTP {status}, got {e.status_code}: {e}")
-        return e
-    except openai.APIStatusError as e:
-        raise CheckFailed(f"expected {exc_type.__name__} ({status}), got "
-                          f"{type(e).__name__} {e.status_code}: {e.body}")
-    raise CheckFailed(f"expected {exc_type.__name__} ({status}), got a response: {str(r)[:300]}")
-
-
-def error_message(e):
-    body = e.body if isinstance(e.body, dict) else {}
-    err = body.get("error", body) if isinstance(body, dict) else {}
-    return str(err.get("message", "")) if isinstance(err, dict) else "", err
+from client_util import (ENGINE, PROMPT, TIMEOUT_S, CheckFailed, check, check_usage,  # noqa: E402
+                         check_x_unmask, complete, error_message, expect_status, metrics,
+                         msum, mvalues, raw, raw_json, x_unmask, is_error_object)
 
 
 # ----------------------------------------------------------------------------------------------
