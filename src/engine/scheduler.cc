@@ -449,6 +449,7 @@ void Scheduler::UpdateGauges(ModelState& ms) {
   metrics_->Set("num_requests_waiting", {ms.m.name, ms.engine()}, static_cast<double>(waiting));
   metrics_->Set("num_requests_running", {ms.m.name, ms.engine()},
                 static_cast<double>(ms.running.size()));
+  if (ms.running.empty()) metrics_->Set("batch_positions", {ms.m.name, ms.engine()}, 0);
 }
 
 }  // namespace unmask

@@ -127,6 +127,8 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
       {R"({"model":"m","messages":[]})", "messages"},
       {R"({"model":"m","messages":[5]})", "messages[0]"},
       {R"({"model":"m","messages":[{"content":"x"}]})", "messages[0].role"},
+      {R"({"model":"m","messages":[{"role":"wizard","content":"x"}]})", "messages[0].role"},
+      {R"({"model":"m","prompt":"x"})", "messages"},
       {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content"},
       {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
        "messages[0].content"},

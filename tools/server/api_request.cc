@@ -88,7 +88,12 @@ std::optional<ApiError> ReadIds(const json& arr, const char* key, std::vector<in
 
 std::optional<ApiError> ReadPrompt(const json& j, ApiRequest* r) {
   auto it = j.find("prompt");
-  if (it == j.end() || it->is_null()) return Bad("prompt", "'prompt' is required");
+  if (it == j.end() || it->is_null()) {
+    return Bad("prompt", j.contains("messages")
+                             ? "'prompt' is required (this body has 'messages': chat requests go "
+                               "to /v1/chat/completions)"
+                             : "'prompt' is required");
+  }
   const json& p = *it;
   if (p.is_string()) {
     r->prompt_text = p.get<std::string>();
@@ -119,8 +124,12 @@ std::optional<ApiError> ReadPrompt(const json& j, ApiRequest* r) {
 std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
   auto it = j.find("messages");
   if (it == j.end() || !it->is_array() || it->empty()) {
-    return Bad("messages", "'messages' must be a non-empty array");
+    return Bad("messages", it == j.end() && j.contains("prompt")
+                               ? "'messages' is required (this body has 'prompt': text "
+                                 "completions go to /v1/completions)"
+                               : "'messages' must be a non-empty array");
   }
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -130,6 +139,12 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
       return Bad(where + ".role", where + ".role must be a string");
     ChatMessage msg;
     msg.role = role->get<std::string>();
+    if (!kRoles.count(msg.role)) {
+      return Bad(where + ".role", where +
+                                      ".role must be system, developer, user, assistant or "
+                                      "tool, got '" +
+                                      msg.role + "'");
+    }
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
       msg.content = "";

@@ -170,6 +170,59 @@ bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
   }
 }
 
+// Request fields that the engine running it does not use (logged, as unknown fields are): with
+// `auto` the same body may go to either engine.
+std::vector<std::string> FieldsNotUsed(const ApiRequest& r, bool diffusion,
+                                       const DiffusionParams& dp) {
+  std::vector<std::string> out;
+  auto add = [&](bool present, const char* name) {
+    if (present) out.push_back(name);
+  };
+  if (!diffusion) {
+    add(r.steps.has_value(), "steps");
+    add(r.block_length.has_value(), "block_length");
+    add(r.remasking.has_value(), "remasking");
+    add(r.cache.has_value(), "cache");
+    add(r.commit.has_value(), "commit");
+    add(r.threshold.has_value(), "threshold");
+    add(r.factor.has_value(), "factor");
+    add(r.low_threshold.has_value(), "low_threshold");
+    add(r.cfg_scale.has_value(), "cfg_scale");
+    add(r.early_stop.has_value(), "early_stop");
+    add(r.x_canvas, "x_canvas");
+    return out;
+  }
+  add(r.top_p.has_value(), "top_p");
+  add(r.top_k.has_value(), "top_k");
+  add(r.min_p.has_value(), "min_p");
+  add(r.frequency_penalty.has_value(), "frequency_penalty");
+  add(r.presence_penalty.has_value(), "presence_penalty");
+  add(r.speculative.has_value(), "speculative");
+  add(r.x_canvas && !r.stream, "x_canvas");
+  add(r.steps.has_value() && dp.commit != CommitRule::kFixed, "steps");
+  const bool uses_threshold = dp.commit == CommitRule::kThreshold ||
+                              dp.commit == CommitRule::kHierarchy ||
+                              dp.commit == CommitRule::kCredit;
+  add(r.threshold.has_value() && !uses_threshold, "threshold");
+  add(r.factor.has_value() && dp.commit != CommitRule::kFactor, "factor");
+  add(r.low_threshold.has_value() && dp.commit != CommitRule::kHierarchy, "low_threshold");
+  return out;
+}
+
+// The request field a decoder's validation message is about (its first word), or "".
+std::string ParamOf(const std::string& message) {
+  static const char* const kParams[] = {"steps",     "block_length", "temperature",   "cfg_scale",
+                                        "threshold", "factor",       "low_threshold", "top_p",
+                                        "top_k",     "min_p",        "gen_length",    "prompt"};
+  for (const char* p : kParams) {
+    const std::string name(p);
+    if (message.rfind(name, 0) == 0 || message.rfind("'" + name + "'", 0) == 0) {
+      return name == "gen_length" ? "max_tokens" : name;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel& m,
@@ -327,7 +380,7 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
       }
       return MakeError(413, msg, "invalid_request_error", "max_tokens");
     }
-    return MakeError(400, st.message(), "invalid_request_error");
+    return MakeError(400, st.message(), "invalid_request_error", ParamOf(st.message()));
   }
   return std::nullopt;
 }
@@ -371,7 +424,19 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
       }
       candidates.push_back({i, models_[i]->id, scheduler_->Load(models_[i]->index)});
     }
-    if (candidates.empty()) return SendError(res, *first_error);
+    if (candidates.empty()) {
+      if (models_.size() > 1 && first_error->status == 413) {
+        // Say why each model refused it, not only the first.
+        std::string msg = "no loaded model can hold this request:";
+        for (size_t i = 0; i < models_.size(); ++i) {
+          GenerationRequest tmp;
+          const auto e = BuildGeneration(r, *models_[i], &tmp);
+          msg += (i == 0 ? " " : "; ") + models_[i]->id + ": " + (e ? e->message : "ok");
+        }
+        first_error->message = msg;
+      }
+      return SendError(res, *first_error);
+    }
     for (RouteCandidate& c : candidates) {
       for (const auto& other : models_) {
         if (other->index == models_[c.index]->index) continue;
@@ -412,6 +477,12 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
                                       "not_found_error", "model"));
     }
     if (auto e = BuildGeneration(r, *m, &g)) return SendError(res, *e);
+  }
+  if (const auto unused = FieldsNotUsed(r, m->diffusion(), g.diffusion); !unused.empty()) {
+    std::string list;
+    for (const auto& f : unused) list += (list.empty() ? "" : ", ") + f;
+    std::fprintf(stderr, "unmask serve: %s: fields that %s (%s) does not use, ignored: %s\n", idbuf,
+                 m->id.c_str(), m->diffusion() ? "diffusion" : "ar", list.c_str());
   }
   auto stream = scheduler_->Submit(m->index, std::move(g));
   if (!stream.ok()) {

@@ -27,8 +27,10 @@ void ServeCommand::AddTo(CLI::App& app) {
       ->check(CLI::Range(0, static_cast<int>(kMaxThreads)));
   app.add_option("--blas", blas, "GEMM library: onednn or openblas")
       ->check(CLI::IsMember({"onednn", "openblas"}));
-  app.add_option("--weights", weights, "weight storage: auto, f32, or file (as in generate)")
-      ->check(CLI::IsMember({"auto", "f32", "file"}));
+  app.add_option("--weights", weights,
+                 "weight storage: auto, f32 or native (as in generate: auto keeps AR models in "
+                 "the file's dtype and prepacks diffusion models to f32 when they fit)")
+      ->check(CLI::IsMember({"auto", "f32", "native"}));
   app.add_option("--max-batch", options.scheduler.max_batch,
                  "running requests per model (continuous batching for AR, batched denoising for "
                  "diffusion)")

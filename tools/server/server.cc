@@ -196,7 +196,12 @@ void Server::InstallRoutes() {
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string msg = "HTTP " + std::to_string(res.status);
-    if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
+    if (res.status == 404) {
+      msg = "no route for " + req.method + " " + req.path;
+      if (req.path == "/completions" || req.path == "/chat/completions" || req.path == "/models") {
+        msg += " (the OpenAI API is under /v1: /v1" + req.path + ")";
+      }
+    }
     if (res.status == 413) {
       msg = "the request body is too large";
       if (req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
