@@ -63,6 +63,7 @@ StatusOr<GenerationStats> RunDiffusionBatch(const Model& model,
     if (!st.ok()) return st.WithContext("forward at step " + std::to_string(stats.nfe));
     stats.forward_ms += fs.ms;
     stats.flops += fs.flops;
+    stats.bytes += fs.bytes();
     stats.forward_positions += fs.num_positions;
     const auto t = std::chrono::steady_clock::now();
     for (size_t i = 0; i < active.size(); ++i) {

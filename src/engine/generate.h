@@ -22,6 +22,7 @@ struct GenerationStats {
   double decode_ms = 0;           // time inside the decoder (sampling, confidence, commit)
   double total_ms = 0;            // wall time of the whole loop
   double flops = 0;               // FLOPs executed by the forwards (ModelConfig::ForwardFlops)
+  double bytes = 0;               // bytes the forwards moved (ForwardStats::bytes)
 
   double tokens_per_second() const {
     return total_ms > 0 ? 1000.0 * static_cast<double>(generated_tokens) / total_ms : 0;
@@ -30,6 +31,8 @@ struct GenerationStats {
     return nfe > 0 ? static_cast<double>(generated_tokens) / static_cast<double>(nfe) : 0;
   }
   double gflops_per_second() const { return forward_ms > 0 ? flops / forward_ms / 1e6 : 0; }
+  // FLOPs per byte moved over the whole generation (the roofline's x axis).
+  double arithmetic_intensity() const { return bytes > 0 ? flops / bytes : 0; }
 };
 
 // Called after every step with the decoder's state (for progress and --visual).

@@ -35,6 +35,7 @@ StatusOr<ArGenerationStats> RunAr(const Model& model, KvCache& kv, ArDecoder& de
     if (!st.ok()) return st.WithContext("forward at step " + std::to_string(step));
     stats.forward_ms += fs.ms;
     stats.flops += fs.flops;
+    stats.bytes += fs.bytes();
     stats.forward_positions += fs.num_positions;
     st = decoder.Update(out, &result);
     if (!st.ok()) return st.WithContext("decode at step " + std::to_string(step));

@@ -24,6 +24,7 @@ struct ArGenerationStats {
   double total_ms = 0;            // wall time of the whole loop
   double forward_ms = 0;          // time inside the target's Forward
   double flops = 0;               // target FLOPs (ModelConfig::ForwardFlops)
+  double bytes = 0;               // bytes the target's forwards moved (ForwardStats::bytes)
   SpeculativeStats speculative;   // zeros without a drafter
   DrafterStats drafter;           // zeros without a drafter
 
@@ -34,6 +35,7 @@ struct ArGenerationStats {
     const int64_t n = generated_tokens - first_step_tokens;
     return n > 0 && ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0;
   }
+  double arithmetic_intensity() const { return bytes > 0 ? flops / bytes : 0; }
   double tokens_per_second() const {
     return total_ms > 0 ? 1000.0 * static_cast<double>(generated_tokens) / total_ms : 0;
   }

@@ -30,6 +30,7 @@ StatusOr<GenerationStats> RunDream(const Model& model, DreamDecoder& decoder, Wo
     if (!st.ok()) return st.WithContext("forward at step " + std::to_string(decoder.step()));
     stats.forward_ms += fs.ms;
     stats.flops += fs.flops;
+    stats.bytes += fs.bytes();
     stats.forward_positions += fs.num_positions;
     const auto t = std::chrono::steady_clock::now();
     st = decoder.Update(out, &result);

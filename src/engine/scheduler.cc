@@ -44,6 +44,10 @@ Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
   r.DeclareCounter("generation_tokens_total", "Tokens returned to clients", me);
   r.DeclareCounter("forward_passes_total", "Model forward passes (one per engine step)", me);
   r.DeclareCounter("forward_positions_total", "Positions fed to forward passes", me);
+  r.DeclareCounter("forward_flops_total", "FLOPs of the forward passes", me);
+  r.DeclareCounter("forward_bytes_total",
+                   "Bytes the forward passes moved (weights, KV cache, activations)", me);
+  r.DeclareGauge("forward_arithmetic_intensity", "FLOPs per byte of the last forward pass", me);
   r.DeclareCounter(
       "request_nfe_total",
       "Forward passes summed over requests (a batched forward counts once per request)", me);
@@ -341,6 +345,10 @@ void Scheduler::RecordForward(ModelState& ms, const ForwardStats& fs) {
                   static_cast<double>(fs.num_positions));
     metrics_->Set("batch_positions", {ms.m.name, ms.engine()},
                   static_cast<double>(fs.num_positions));
+    metrics_->Add("forward_flops_total", {ms.m.name, ms.engine()}, fs.flops);
+    metrics_->Add("forward_bytes_total", {ms.m.name, ms.engine()}, fs.bytes());
+    metrics_->Set("forward_arithmetic_intensity", {ms.m.name, ms.engine()},
+                  fs.arithmetic_intensity());
   }
   std::lock_guard<std::mutex> lock(mu_);
   ms.load.running_positions = fs.num_positions;

@@ -69,11 +69,19 @@ class Workspace {
 };
 
 // Work done by one Forward call.
+// Work done by one Forward call: FLOPs and the bytes it moves (the roofline's two axes).
 struct ForwardStats {
   int64_t num_positions = 0;
   int64_t num_logit_rows = 0;
-  double flops = 0;  // 2 per multiply-accumulate, from ModelConfig::ForwardFlops
-  double ms = 0;     // wall time
+  double flops = 0;             // 2 per multiply-accumulate, from ModelConfig::ForwardFlops
+  double weight_bytes = 0;      // weights read: every weight once per forward (Model::weight_bytes)
+  double kv_bytes = 0;          // KV cache read + written (ModelConfig::ForwardKvBytes)
+  double activation_bytes = 0;  // ModelConfig::ForwardActivationBytes
+  double ms = 0;                // wall time
+
+  double bytes() const { return weight_bytes + kv_bytes + activation_bytes; }
+  // FLOPs per byte moved (0 when nothing was moved).
+  double arithmetic_intensity() const { return bytes() > 0 ? flops / bytes() : 0; }
 };
 
 class Model {

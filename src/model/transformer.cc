@@ -444,12 +444,16 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     stats->num_positions = total;
     stats->num_logit_rows = num_rows;
     stats->flops = 0;
+    stats->kv_bytes = 0;
+    stats->weight_bytes = static_cast<double>(weight_bytes_);
+    stats->activation_bytes = c.ForwardActivationBytes(total, num_rows);
     for (const SequenceInput& seq : plan.sequences) {
       const int64_t n = static_cast<int64_t>(seq.tokens.size());
       const int64_t cached = seq.kv_seq < 0   ? 0
                              : seq.kv_replace ? kv->length(seq.kv_seq) - n
                                               : seq.pos0;
       stats->flops += c.ForwardFlops(n, static_cast<int64_t>(seq.logit_rows.size()), true, cached);
+      stats->kv_bytes += c.ForwardKvBytes(n, cached, seq.kv_seq >= 0);
     }
     stats->ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

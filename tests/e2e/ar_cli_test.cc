@@ -37,6 +37,10 @@ TEST(ArCliTest, GeneratesWithTheArTwinAndReportsArFields) {
   EXPECT_GE(j["timings"]["ttft_ms"].get<double>(), 0);
   EXPECT_FALSE(j["text"].get<std::string>().empty());
   EXPECT_FALSE(j.contains("speculative"));
+  // Batch-1 decoding of f16 weights: about 1 FLOP per byte moved.
+  EXPECT_GT(j["bytes"].get<double>(), 0);
+  EXPECT_GT(j["arithmetic_intensity"].get<double>(), 0.3);
+  EXPECT_LT(j["arithmetic_intensity"].get<double>(), 3);
 }
 
 TEST(ArCliTest, PlainTextStreamsToStdoutAndStatsGoToStderr) {

@@ -56,6 +56,10 @@ TEST(CliTest, JsonOutputIsOneObjectWithTheDocumentedFields) {
   EXPECT_EQ(j["nfe"], 8);
   EXPECT_GT(j["tokens_per_second"].get<double>(), 0.0);
   EXPECT_TRUE(j["timings"].contains("generate_ms"));
+  EXPECT_GT(j["flops"].get<double>(), 0);
+  EXPECT_GT(j["bytes"].get<double>(), 0);
+  EXPECT_NEAR(j["arithmetic_intensity"].get<double>(),
+              j["flops"].get<double>() / j["bytes"].get<double>(), 1e-9);
 }
 
 TEST(CliTest, MatchesAGoldenReferenceCase) {

@@ -28,6 +28,7 @@ struct Row {
   MeanSd tps, gflops, forward_ms_per_nfe;
   double gemm_peak = 0;
   int64_t nfe = 0;
+  double intensity = 0;  // FLOPs per byte moved (weights, KV cache, activations)
 };
 
 }  // namespace
@@ -130,6 +131,7 @@ int BenchCommand::Run() const {
       gflops.push_back(stats->gflops_per_second());
       per_nfe.push_back(stats->forward_ms / static_cast<double>(stats->nfe));
       row.nfe = stats->nfe;
+      row.intensity = stats->arithmetic_intensity();
     }
     progress.Finish();
     row.tps = Summarize(tps);
@@ -169,6 +171,7 @@ int BenchCommand::Run() const {
           {"gemm_peak_gflops", r.gemm_peak},
           {"fraction_of_gemm_peak", r.gflops.mean / r.gemm_peak},
           {"fraction_of_fma_peak", r.gflops.mean / nominal},
+          {"arithmetic_intensity", r.intensity},
           {"vs_baseline", r.tps.mean / rows[0].tps.mean},
           {"vs_reference", reference_tps > 0 ? nlohmann::json(r.tps.mean / reference_tps)
                                              : nlohmann::json(nullptr)},
@@ -201,6 +204,10 @@ int BenchCommand::Run() const {
     if (with_ref) std::printf(" %.2fx |", r.tps.mean / reference_tps);
     std::printf("\n");
   }
+  std::printf(
+      "\narithmetic intensity: %.1f FLOP/byte (FLOPs / bytes of weights, KV cache and "
+      "activations moved per forward)\n",
+      rows.empty() ? 0.0 : rows[0].intensity);
   std::printf("\nbackends: ");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::printf("%s%s", i ? "; " : "", rows[i].backend.c_str());

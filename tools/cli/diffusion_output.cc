@@ -32,6 +32,9 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
     j["tokens_per_second"] = stats.tokens_per_second();
     j["tokens_per_forward"] = stats.tokens_per_forward();
     j["gflops_per_second"] = stats.gflops_per_second();
+    j["flops"] = stats.flops;
+    j["bytes"] = stats.bytes;
+    j["arithmetic_intensity"] = stats.arithmetic_intensity();
     j["timings"] = {{"load_ms", load_ms},
                     {"tokenize_ms", tokenize_ms},
                     {"generate_ms", stats.total_ms},

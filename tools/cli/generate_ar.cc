@@ -169,6 +169,9 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     j["decode_tokens_per_second"] = st.decode_tokens_per_second();
     j["tokens_per_forward"] = st.tokens_per_forward();
     j["gflops_per_second"] = st.forward_ms > 0 ? st.flops / st.forward_ms / 1e6 : 0.0;
+    j["flops"] = st.flops;
+    j["bytes"] = st.bytes;
+    j["arithmetic_intensity"] = st.arithmetic_intensity();
     j["timings"] = {{"load_ms", load_ms},         {"tokenize_ms", tokenize_ms},
                     {"ttft_ms", st.ttft_ms},      {"prefill_ms", st.prefill_ms},
                     {"generate_ms", st.total_ms}, {"forward_ms", st.forward_ms},
