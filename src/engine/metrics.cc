@@ -55,33 +55,13 @@ std::vector<double> LatencyBucketsSeconds() {
           1,     2.5,    5,     10,   30,    60,   120, 300,  600};
 }
 
-void MetricsRegistry::DeclareCounter(const std::string& name, const std::string& help,
-                                     std::vector<std::string> labels) {
+void MetricsRegistry::Declare(const std::string& name, const std::string& help,
+                              std::vector<std::string> labels, Kind kind,
+                              std::vector<double> buckets) {
   std::lock_guard<std::mutex> lock(mu_);
   if (families_.count(name)) return;
   Family& f = families_[name];
-  f.kind = Kind::kCounter;
-  f.help = help;
-  f.labels = std::move(labels);
-}
-
-void MetricsRegistry::DeclareGauge(const std::string& name, const std::string& help,
-                                   std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (families_.count(name)) return;
-  Family& f = families_[name];
-  f.kind = Kind::kGauge;
-  f.help = help;
-  f.labels = std::move(labels);
-}
-
-void MetricsRegistry::DeclareHistogram(const std::string& name, const std::string& help,
-                                       std::vector<std::string> labels,
-                                       std::vector<double> buckets) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (families_.count(name)) return;
-  Family& f = families_[name];
-  f.kind = Kind::kHistogram;
+  f.kind = kind;
   f.help = help;
   f.labels = std::move(labels);
   f.buckets = std::move(buckets);

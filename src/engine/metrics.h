@@ -12,15 +12,23 @@
 namespace unmask {
 
 class MetricsRegistry {
+  enum class Kind { kCounter, kGauge, kHistogram };
+
  public:
   // Families must be declared before use (name without the prefix, help text, label names;
   // histograms also their bucket upper bounds, ascending). Re-declaring a name is a no-op.
   void DeclareCounter(const std::string& name, const std::string& help,
-                      std::vector<std::string> labels);
+                      std::vector<std::string> labels) {
+    Declare(name, help, std::move(labels), Kind::kCounter, {});
+  }
   void DeclareGauge(const std::string& name, const std::string& help,
-                    std::vector<std::string> labels);
+                    std::vector<std::string> labels) {
+    Declare(name, help, std::move(labels), Kind::kGauge, {});
+  }
   void DeclareHistogram(const std::string& name, const std::string& help,
-                        std::vector<std::string> labels, std::vector<double> buckets);
+                        std::vector<std::string> labels, std::vector<double> buckets) {
+    Declare(name, help, std::move(labels), Kind::kHistogram, std::move(buckets));
+  }
 
   // `label_values` in the declared order. An undeclared name or a wrong label count is ignored
   // (metrics never fail a request).
@@ -34,7 +42,6 @@ class MetricsRegistry {
   std::string Render(const std::string& prefix) const;
 
  private:
-  enum class Kind { kCounter, kGauge, kHistogram };
   struct Series {
     double value = 0;                   // counter / gauge
     std::vector<uint64_t> bucket_hits;  // histogram: per bucket (not cumulative)
@@ -48,6 +55,8 @@ class MetricsRegistry {
     std::vector<double> buckets;
     std::map<std::vector<std::string>, Series> series;
   };
+  void Declare(const std::string& name, const std::string& help, std::vector<std::string> labels,
+               Kind kind, std::vector<double> buckets);
   Series* Find(const std::string& name, const std::vector<std::string>& label_values, Kind kind);
 
   mutable std::mutex mu_;

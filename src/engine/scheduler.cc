@@ -390,11 +390,7 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
   if (a.text && reason != FinishReason::kError && reason != FinishReason::kAbort) {
     std::span<const int32_t> tokens;
     if (a.ar) tokens = a.ar->generated();
-    if (a.diffusion) {
-      const auto gen = a.diffusion->generated();
-      const auto first_mask = std::find(gen.begin(), gen.end(), a.diffusion->token_ids().mask);
-      tokens = gen.first(static_cast<size_t>(first_mask - gen.begin()));
-    }
+    if (a.diffusion) tokens = CommittedPrefix(*a.diffusion);
     SendText(ms, a, a.text->Update(tokens, true));
   }
   a.stats.completion_tokens = a.text ? a.text->kept_tokens() : 0;

@@ -3,10 +3,12 @@
 #ifndef UNMASK_ENGINE_SCHEDULER_STATE_H_
 #define UNMASK_ENGINE_SCHEDULER_STATE_H_
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "decode/decoder_ar.h"
@@ -26,6 +28,13 @@ inline double MsBetween(SteadyClock::time_point a, SteadyClock::time_point b) {
 DiffusionParams RequestDiffusionParams(const GenerationRequest& req);
 // The AR parameters a request runs with (n_predict = max_tokens).
 ArParams RequestArParams(const GenerationRequest& req);
+// The committed prefix of a diffusion canvas: the generated positions before the first one still
+// masked (what can be streamed).
+inline std::span<const int32_t> CommittedPrefix(const DiffusionDecoder& d) {
+  const auto gen = d.generated();
+  const auto first_mask = std::find(gen.begin(), gen.end(), d.token_ids().mask);
+  return gen.first(static_cast<size_t>(first_mask - gen.begin()));
+}
 
 struct Scheduler::Active {
   GenerationRequest req;

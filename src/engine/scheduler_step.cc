@@ -128,11 +128,7 @@ void Scheduler::StepDiffusion(ModelState& ms) {
       e.elapsed_ms = MsBetween(a.req.arrival, now);
       a.stream->Push(std::move(e));
     }
-    // The committed prefix: generated positions up to the first still-masked one.
-    const auto gen = d.generated();
-    const auto first_mask = std::find(gen.begin(), gen.end(), d.token_ids().mask);
-    const auto prefix = gen.first(static_cast<size_t>(first_mask - gen.begin()));
-    SendText(ms, a, a.text->Update(prefix, d.Done()));
+    SendText(ms, a, a.text->Update(CommittedPrefix(d), d.Done()));
     // The output is decided once its prefix holds EOS, a stop string or max_tokens tokens: the
     // rest of the canvas would not be returned, so it is not denoised.
     if (a.text->complete() || d.Done()) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string_view>
 
 #include "server/api_response.h"
 #include "server/server.h"
@@ -78,21 +79,34 @@ bool WriteSse(httplib::DataSink& sink, const std::string& data) {
   return sink.write(line.data(), line.size());
 }
 
+// Waits for the next event of `x`, writing `keep_alive` to the client after every kPingEvery
+// polls of silence (nothing when null). False when a write failed: the client is gone.
+bool NextEvent(Exchange& x, httplib::DataSink* sink, std::string_view keep_alive, StreamEvent* e) {
+  int silent = 0;
+  while (!x.stream->Pop(e, kPollInterval)) {
+    if (sink != nullptr && ++silent >= kPingEvery) {
+      silent = 0;
+      if (!sink->write(keep_alive.data(), keep_alive.size())) return false;
+    }
+  }
+  return true;
+}
+
+// The body of a whole (non-streaming) response, from the text and the kDone event.
+std::string WholeBody(const Exchange& x, const std::string& text, const StreamEvent& done) {
+  if (done.finish == FinishReason::kError || done.finish == FinishReason::kAbort) {
+    return ErrorBody(EndError(done));
+  }
+  return Dump(CompletionBody(x.head, text, done.finish, UsageJson(done.stats),
+                             XUnmaskJson(x.head, x.engine, done.finish, done.stats, x.route)));
+}
+
 // The whole streaming response; false when the client is gone.
 bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
   bool first = true;
-  int silent = 0;
   StreamEvent e;
   for (;;) {
-    if (!x.stream->Pop(&e, kPollInterval)) {
-      if (++silent >= kPingEvery) {
-        silent = 0;
-        static const char kPing[] = ": ping\n\n";
-        if (!sink.write(kPing, sizeof(kPing) - 1)) return false;
-      }
-      continue;
-    }
-    silent = 0;
+    if (!NextEvent(x, &sink, ": ping\n\n", &e)) return false;
     if (e.type == StreamEvent::Type::kText) {
       if (!WriteSse(sink, Dump(ChunkBody(x.head, &e.text, first, nullptr)))) return false;
       first = false;
@@ -143,27 +157,13 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
 // The whole non-streaming response; false when the client is gone.
 bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
   std::string text;
-  int silent = 0;
   StreamEvent e;
   for (;;) {
-    if (!x.stream->Pop(&e, kPollInterval)) {
-      if (++silent >= kPingEvery) {
-        silent = 0;
-        if (!sink.write(" ", 1)) return false;
-      }
-      continue;
-    }
+    if (!NextEvent(x, &sink, " ", &e)) return false;
     if (e.type == StreamEvent::Type::kText) text += e.text;
     if (e.type != StreamEvent::Type::kDone) continue;
     LogDone(x, e);
-    std::string body;
-    if (e.finish == FinishReason::kError || e.finish == FinishReason::kAbort) {
-      body = ErrorBody(EndError(e));
-    } else {
-      body = Dump(CompletionBody(x.head, text, e.finish, UsageJson(e.stats),
-                                 XUnmaskJson(x.head, x.engine, e.finish, e.stats, x.route)));
-    }
-    body += "\n";
+    const std::string body = WholeBody(x, text, e) + "\n";
     if (!sink.write(body.data(), body.size())) return false;
     sink.done();
     return true;
@@ -514,19 +514,14 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   if (req.version == "HTTP/1.0") {
     StreamEvent e;
     std::string text;
-    for (;;) {
-      if (!x->stream->Pop(&e, std::chrono::seconds(1))) continue;
+    do {
+      NextEvent(*x, nullptr, "", &e);
       if (e.type == StreamEvent::Type::kText) text += e.text;
-      if (e.type == StreamEvent::Type::kDone) break;
-    }
+    } while (e.type != StreamEvent::Type::kDone);
     LogDone(*x, e);
-    if (e.finish == FinishReason::kError || e.finish == FinishReason::kAbort) {
-      return SendError(res, EndError(e));
-    }
-    res.set_content(
-        Dump(CompletionBody(x->head, text, e.finish, UsageJson(e.stats),
-                            XUnmaskJson(x->head, x->engine, e.finish, e.stats, x->route))),
-        "application/json");
+    const bool failed = e.finish == FinishReason::kError || e.finish == FinishReason::kAbort;
+    res.status = failed ? EndError(e).status : 200;
+    res.set_content(WholeBody(*x, text, e), "application/json");
     return;
   }
   // "application/json; charset=utf-8", not "application/json": cpp-httplib would gzip the latter
