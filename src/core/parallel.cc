@@ -38,4 +38,9 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
   }
 }
 
+void RunOnTemporaryThread(const std::function<void()>& fn) {
+  std::thread t(fn);
+  t.join();
+}
+
 }  // namespace unmask

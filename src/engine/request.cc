@@ -23,9 +23,15 @@ void RequestStream::Push(StreamEvent e) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back(std::move(e));
+    if (done) finished_.store(true);
   }
-  if (done) finished_.store(true);
   cv_.notify_all();
+  if (done) done_cv_.notify_all();
+}
+
+bool RequestStream::WaitFinished(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return done_cv_.wait_for(lock, timeout, [&] { return finished_.load(); });
 }
 
 bool RequestStream::Pop(StreamEvent* e, std::chrono::milliseconds timeout) {

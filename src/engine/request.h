@@ -77,6 +77,7 @@ struct StreamEvent {
   double elapsed_ms = 0;
   FinishReason finish = FinishReason::kStop;
   RequestStats stats;
+  std::vector<int32_t> output_ids;  // kDone: the completion_tokens tokens returned
   Status status;
 };
 
@@ -87,6 +88,10 @@ class RequestStream {
   void Push(StreamEvent e);
   // Waits up to `timeout` for an event; false on timeout.
   bool Pop(StreamEvent* e, std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for the kDone event to be queued, without waking for the events before
+  // it (a benchmark client that only needs the result keeps its thread asleep while the engine
+  // runs); true once finished.
+  bool WaitFinished(std::chrono::milliseconds timeout);
   void Cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
   // Set by the engine once the kDone event has been pushed.
@@ -95,6 +100,7 @@ class RequestStream {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable done_cv_;
   std::deque<StreamEvent> events_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> finished_{false};

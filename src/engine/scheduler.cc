@@ -352,6 +352,11 @@ void Scheduler::RecordForward(ModelState& ms, const ForwardStats& fs) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   ms.load.running_positions = fs.num_positions;
+  ms.load.totals.forwards += 1;
+  ms.load.totals.positions += fs.num_positions;
+  ms.load.totals.flops += fs.flops;
+  ms.load.totals.bytes += fs.bytes();
+  ms.load.totals.forward_ms += fs.ms;
   // Refine the per-position cost from forwards large enough to measure it (EMA, weight 0.1).
   if (fs.num_positions >= 8) {
     const double per =
@@ -386,11 +391,11 @@ void Scheduler::SendText(ModelState& ms, Active& a, std::string text) {
 
 void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status status) {
   if (a.stream->finished()) return;
+  std::span<const int32_t> tokens;
+  if (a.ar) tokens = a.ar->generated();
+  if (a.diffusion) tokens = CommittedPrefix(*a.diffusion);
   // Flush text held back for a possible stop string or UTF-8 continuation.
   if (a.text && reason != FinishReason::kError && reason != FinishReason::kAbort) {
-    std::span<const int32_t> tokens;
-    if (a.ar) tokens = a.ar->generated();
-    if (a.diffusion) tokens = CommittedPrefix(*a.diffusion);
     SendText(ms, a, a.text->Update(tokens, true));
   }
   a.stats.completion_tokens = a.text ? a.text->kept_tokens() : 0;
@@ -425,6 +430,8 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
   e.type = StreamEvent::Type::kDone;
   e.finish = reason;
   e.stats = a.stats;
+  const auto kept = std::min(tokens.size(), static_cast<size_t>(a.stats.completion_tokens));
+  e.output_ids.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(kept));
   e.status = std::move(status);
   a.stream->Push(std::move(e));
 }

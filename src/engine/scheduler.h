@@ -50,6 +50,15 @@ struct ForwardCostModel {
   double Ms(double positions) const { return overhead_ms + ms_per_position * positions; }
 };
 
+// Work of every forward a model has run since AddModel (the timing forwards excluded).
+struct ForwardTotals {
+  int64_t forwards = 0;
+  int64_t positions = 0;
+  double flops = 0;
+  double bytes = 0;       // weights + KV cache + activations (ForwardStats::bytes)
+  double forward_ms = 0;  // wall time inside Model::Forward
+};
+
 // Live load of one model (for the router and /metrics).
 struct EngineLoad {
   bool diffusion = false;
@@ -61,6 +70,7 @@ struct EngineLoad {
   double diffusion_tokens_per_forward = 1;  // running average over finished diffusion requests
   double last_forward_ms = 0;               // wall time of the last forward
   double mean_service_ms = 0;  // admission -> finish of completed requests (EMA, weight 0.2)
+  ForwardTotals totals;
 };
 
 class Scheduler {

@@ -82,16 +82,22 @@ double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
   return total + 2.0 * r * d * static_cast<double>(vocab_size);
 }
 
-double ModelConfig::ForwardKvBytes(int64_t num_positions, int64_t num_cached,
-                                   bool writes_cache) const {
-  const double kv = static_cast<double>(num_kv_heads * head_dim);
-  const double n = static_cast<double>(num_positions);
-  const double read = (static_cast<double>(num_cached) + n) * 2.0 * kv * 4.0;
-  const double written = writes_cache ? n * 2.0 * kv * 4.0 : 0.0;
-  return static_cast<double>(num_layers) * (read + written);
+double ModelConfig::ForwardKvBytes(int64_t num_positions, int64_t num_cached, bool writes_cache,
+                                   double element_bytes) const {
+  const double read =
+      KvCacheBytes(num_cached, element_bytes) + KvCacheBytes(num_positions, element_bytes);
+  const double written = writes_cache ? KvCacheBytes(num_positions, element_bytes) : 0.0;
+  return read + written;
 }
 
-double ModelConfig::ForwardActivationBytes(int64_t num_positions, int64_t num_logit_rows) const {
+double ModelConfig::KvCacheBytes(int64_t num_positions, double element_bytes) const {
+  const double kv = static_cast<double>(num_kv_heads * head_dim);
+  return static_cast<double>(num_layers) * static_cast<double>(num_positions) * 2.0 * kv *
+         element_bytes;
+}
+
+double ModelConfig::ForwardActivationBytes(int64_t num_positions, int64_t num_logit_rows,
+                                           double element_bytes) const {
   const double d = static_cast<double>(hidden_size);
   const double q = static_cast<double>(num_heads * head_dim);
   const double kv = static_cast<double>(num_kv_heads * head_dim);
@@ -101,7 +107,7 @@ double ModelConfig::ForwardActivationBytes(int64_t num_positions, int64_t num_lo
   // gate/up (d + 2f), activation (2f + f), down projection (f + d), residual add (2d).
   const double per = 2 * d + (d + q + 2 * kv) + q + (q + d) + 2 * d + 2 * d + (d + 2 * f) + 3 * f +
                      (f + d) + 2 * d;
-  return 4.0 * (static_cast<double>(num_positions) * static_cast<double>(num_layers) * per +
+  return element_bytes * (static_cast<double>(num_positions) * static_cast<double>(num_layers) * per +
                 static_cast<double>(num_logit_rows) * static_cast<double>(vocab_size));
 }
 

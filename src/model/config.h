@@ -48,14 +48,19 @@ struct ModelConfig {
   // also attends to them). Elementwise ops (norms, RoPE, softmax) are not counted.
   double ForwardFlops(int64_t num_positions, int64_t num_logit_rows, bool prune_last_layer,
                       int64_t num_cached = 0) const;
-  // Bytes of KV cache traffic of one sequence's forward (f32 K and V): the attention of every layer
-  // reads the keys and values of `num_cached` + `num_positions` positions, and with a cache
-  // (`writes_cache`) the fed positions' keys and values are written.
-  double ForwardKvBytes(int64_t num_positions, int64_t num_cached, bool writes_cache) const;
-  // Bytes of activations one forward moves (f32; a first-order model: each layer reads its input
-  // and writes its output once per position for the norm, Q/K/V, attention output, output
-  // projection, gate/up, FFN activation and down projection; plus the logits written).
-  double ForwardActivationBytes(int64_t num_positions, int64_t num_logit_rows) const;
+  // Bytes of KV cache traffic of one sequence's forward: the attention of every layer reads the
+  // keys and values of `num_cached` + `num_positions` positions, and with a cache (`writes_cache`)
+  // the fed positions' keys and values are written. element_bytes: 4 (f32, this engine's cache);
+  // the planner passes 2 for a bf16 cache.
+  double ForwardKvBytes(int64_t num_positions, int64_t num_cached, bool writes_cache,
+                        double element_bytes = 4.0) const;
+  // Bytes of activations one forward moves (a first-order model: each layer reads its input and
+  // writes its output once per position for the norm, Q/K/V, attention output, output projection,
+  // gate/up, FFN activation and down projection; plus the logits written). element_bytes as above.
+  double ForwardActivationBytes(int64_t num_positions, int64_t num_logit_rows,
+                                double element_bytes = 4.0) const;
+  // Bytes of one sequence's KV cache holding `num_positions` positions.
+  double KvCacheBytes(int64_t num_positions, double element_bytes = 4.0) const;
 };
 
 // Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama",

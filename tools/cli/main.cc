@@ -2,10 +2,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/arena/arena_command.h"
 #include "cli/bench_command.h"
 #include "cli/convert_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_command.h"
+#include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "common/cli_util.h"
 #include "server/serve_command.h"
@@ -46,6 +48,28 @@ int main(int argc, char** argv) {
       "example: unmask bench -m model.gguf --prompt-length 32 --gen-length 128 "
       "--block-length 32 --steps 128 -t 2");
   bench.AddTo(*ben);
+  unmask::tools::ArenaCommand arena;
+  CLI::App* are = ben->add_subcommand(
+      "arena",
+      "the diffusion-versus-AR economics on this machine: AR, AR + speculative decoding, exact "
+      "and accelerated diffusion at batch sizes 1..64 through the server's engine loop; "
+      "tokens/s, TTFT/TPOT/E2E, NFE, tokens per forward, arithmetic intensity, fraction of the "
+      "roofline measured in the same run, judge perplexity, tokens per dollar, the planner's "
+      "error on this machine; writes arena.json, arena.md and SVG plots (about 2 minutes on 2 "
+      "cores with the twins)\n"
+      "example: unmask bench arena -t 2 --out build/arena");
+  arena.AddTo(*are);
+
+  unmask::tools::PlanCommand plan;
+  CLI::App* pln = app.add_subcommand(
+      "plan",
+      "project diffusion and AR decoding onto a GPU or CPU (roofline model, hardware table in "
+      "data/hardware.json): tokens/s, latency, arithmetic intensity, the winning engine per "
+      "batch size, the batch where AR catches up, $ per million tokens; every assumption "
+      "printed\n"
+      "example: unmask plan --hardware h100-sxm,h200 --model llada-8b,llama-3-8b "
+      "--prompt-length 128 -n 256");
+  plan.AddTo(*pln);
 
   unmask::tools::TokenizeCommand tokenize;
   CLI::App* tkz = app.add_subcommand(
@@ -79,7 +103,7 @@ int main(int argc, char** argv) {
     unmask::tools::PrintError(
         "unmask",
         "unknown command '" + std::string(argv[1]) +
-            "' (commands: generate, serve, inspect, bench, tokenize, convert; see 'unmask "
+            "' (commands: generate, serve, inspect, bench, plan, tokenize, convert; see 'unmask "
             "--help')");
     return 2;
   }
@@ -101,7 +125,8 @@ int main(int argc, char** argv) {
     int rc = 2;
     if (gen->parsed()) rc = generate.Run();
     if (ins->parsed()) rc = inspect.Run();
-    if (ben->parsed()) rc = bench.Run();
+    if (ben->parsed()) rc = are->parsed() ? arena.Run() : bench.Run();
+    if (pln->parsed()) rc = plan.Run();
     if (tkz->parsed()) rc = tokenize.Run();
     if (cnv->parsed()) rc = convert.Run();
     if (srv->parsed()) rc = serve.Run();

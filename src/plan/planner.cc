@@ -1,0 +1,190 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace unmask::plan {
+namespace {
+
+// Costs the forwards of one batch run of `batch` identical sequences into `p`.
+struct Costing {
+  const ModelConfig& model;
+  const MachineRates& machine;
+  int64_t batch;
+  double weight_bytes;
+  Projection* p;
+  double compute_ms = 0;  // time of compute-bound forwards
+  double total_ms = 0;
+
+  // One forward; returns its time in ms.
+  double Forward(int64_t positions, int64_t logit_rows, int64_t cached, bool writes_cache) {
+    const double b = static_cast<double>(batch);
+    const bool bidirectional = model.is_diffusion();
+    const double flops = b * model.ForwardFlops(positions, logit_rows, bidirectional, cached);
+    const double bytes =
+        weight_bytes +
+        b * (model.ForwardKvBytes(positions, cached, writes_cache, machine.kv_bytes_per_element) +
+             model.ForwardActivationBytes(positions, logit_rows,
+                                          machine.activation_bytes_per_element));
+    const double t_compute = 1000.0 * flops / machine.flops_per_second;
+    const double t_memory = 1000.0 * bytes / machine.bytes_per_second;
+    const double ms = std::max(t_compute, t_memory) + machine.overhead_ms;
+    p->flops += flops;
+    p->bytes += bytes;
+    total_ms += ms;
+    if (t_compute > t_memory) compute_ms += ms;
+    return ms;
+  }
+};
+
+void ProjectAr(const EngineSpec& e, const Workload& w, Costing& c, Projection& p) {
+  const int64_t prompt = w.prompt_length, gen = w.gen_length;
+  // Prefill: the prompt in one forward; its last row gives the first token.
+  p.ttft_ms = c.Forward(prompt, 1, 0, true);
+  double target_forwards = 1;
+  const bool spec = e.kind == EngineKind::kArSpeculative;
+  const int64_t fed = spec ? e.draft_max + 1 : 1;
+  const double per_forward = spec ? e.tokens_per_verify : 1.0;
+  double produced = 1;  // tokens so far (the prefill's)
+  while (produced < static_cast<double>(gen)) {
+    const auto cached = prompt + static_cast<int64_t>(produced) - 1;
+    const double ms = c.Forward(fed, fed, cached, true);
+    if (spec && e.draft_cost > 0) {
+      // The drafter proposes draft_max tokens, one forward each, at draft_cost of a decode step.
+      c.total_ms += static_cast<double>(e.draft_max) * e.draft_cost * ms;
+    }
+    produced += per_forward;
+    target_forwards += 1;
+  }
+  p.forwards = target_forwards + (spec && e.draft_cost > 0
+                                      ? static_cast<double>(e.draft_max) * (target_forwards - 1)
+                                      : 0.0);
+  p.tokens_per_forward = static_cast<double>(gen) / target_forwards;
+}
+
+void ProjectDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projection& p) {
+  const int64_t n = e.block_length;
+  const int64_t blocks = (w.gen_length + n - 1) / n;
+  const int64_t canvas = w.prompt_length + blocks * n;
+  const auto per_block = static_cast<int64_t>(std::ceil(static_cast<double>(n) /
+                                                        e.tokens_per_forward - 1e-9));
+  double forwards = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t start = w.prompt_length + b * n;
+    for (int64_t j = 0; j < per_block; ++j) {
+      // Masked positions of the block before this forward: its logit rows.
+      const auto masked = std::max<int64_t>(
+          1, n - static_cast<int64_t>(std::floor(static_cast<double>(j) * e.tokens_per_forward)));
+      if (e.cache == DiffusionCache::kNone) {
+        c.Forward(canvas, masked, 0, false);
+      } else if (j == 0) {  // the block's refresh: every K/V recomputed and cached
+        c.Forward(canvas, masked, 0, true);
+      } else if (e.cache == DiffusionCache::kPrefix) {
+        c.Forward(canvas - start, masked, start, false);
+      } else {  // dual: only the block, attending to every cached position
+        c.Forward(n, masked, canvas - n, true);
+      }
+      forwards += 1;
+    }
+    if (b == 0) p.ttft_ms = c.total_ms;
+  }
+  p.forwards = forwards;
+  p.tokens_per_forward = static_cast<double>(w.gen_length) / forwards;
+}
+
+}  // namespace
+
+Status ValidateEngineSpec(const EngineSpec& e) {
+  if (e.kind == EngineKind::kDiffusion) {
+    if (e.block_length < 1) return InvalidArgumentError("block_length must be >= 1");
+    if (!(e.tokens_per_forward >= 1.0 &&
+          e.tokens_per_forward <= static_cast<double>(e.block_length))) {
+      return InvalidArgumentError(
+          "tokens_per_forward must be in [1, block_length] (got " +
+          std::to_string(e.tokens_per_forward) + ", block " + std::to_string(e.block_length) + ")");
+    }
+  }
+  if (e.kind == EngineKind::kArSpeculative) {
+    if (e.draft_max < 1) return InvalidArgumentError("draft_max must be >= 1");
+    if (!(e.tokens_per_verify >= 1.0 &&
+          e.tokens_per_verify <= static_cast<double>(e.draft_max + 1))) {
+      return InvalidArgumentError("tokens_per_verify must be in [1, draft_max + 1] (got " +
+                                  std::to_string(e.tokens_per_verify) + ")");
+    }
+    if (!(e.draft_cost >= 0.0 && std::isfinite(e.draft_cost))) {
+      return InvalidArgumentError("draft_cost must be a finite number >= 0");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
+                             const Workload& workload, const MachineRates& machine,
+                             int64_t batch) {
+  UNMASK_RETURN_IF_ERROR(ValidateEngineSpec(engine));
+  if (workload.prompt_length < 1 || workload.gen_length < 1) {
+    return InvalidArgumentError("prompt and output lengths must be >= 1");
+  }
+  if (batch < 1) return InvalidArgumentError("batch must be >= 1");
+  if (!(machine.flops_per_second > 0 && machine.bytes_per_second > 0)) {
+    return InvalidArgumentError("the machine's compute and memory rates must be > 0");
+  }
+  if (model.num_layers < 1 || model.hidden_size < 1) {
+    return InvalidArgumentError("the model has no layers");
+  }
+  Projection p;
+  p.engine = engine.name;
+  p.batch = batch;
+  const double weight_bytes =
+      static_cast<double>(model.NumParameters()) * machine.weight_bytes_per_parameter;
+  const int64_t n = engine.diffusion() ? engine.block_length : 1;
+  const int64_t canvas = workload.prompt_length + (workload.gen_length + n - 1) / n * n;
+  const double kv = engine.diffusion() && engine.cache == DiffusionCache::kNone
+                        ? 0.0
+                        : model.KvCacheBytes(canvas, machine.kv_bytes_per_element);
+  p.fits_memory = machine.memory_bytes <= 0 ||
+                  weight_bytes + static_cast<double>(batch) * kv <= machine.memory_bytes;
+  Costing c{model, machine, batch, weight_bytes, &p};
+  if (engine.diffusion()) {
+    ProjectDiffusion(engine, workload, c, p);
+  } else {
+    ProjectAr(engine, workload, c, p);
+  }
+  p.e2e_ms = c.total_ms;
+  p.tpot_ms = workload.gen_length > 1 ? (p.e2e_ms - p.ttft_ms) /
+                                            static_cast<double>(workload.gen_length - 1)
+                                      : 0.0;
+  p.tokens_per_second =
+      1000.0 * static_cast<double>(batch * workload.gen_length) / std::max(p.e2e_ms, 1e-12);
+  p.compute_bound_fraction = c.total_ms > 0 ? c.compute_ms / c.total_ms : 0;
+  return p;
+}
+
+int64_t CrossoverBatch(const std::vector<EngineSpec>& engines, const std::vector<Projection>& rows,
+                       const std::vector<int64_t>& batches) {
+  auto diffusion = [&](const std::string& name) {
+    for (const EngineSpec& e : engines) {
+      if (e.name == name) return e.diffusion();
+    }
+    return false;
+  };
+  for (size_t i = 0; i < batches.size(); ++i) {
+    double best_ar = -1, best_diffusion = -1;
+    for (const Projection& p : rows) {
+      if (p.batch != batches[i]) continue;
+      double& best = diffusion(p.engine) ? best_diffusion : best_ar;
+      best = std::max(best, p.tokens_per_second);
+    }
+    if (best_ar < 0 || best_diffusion < 0) continue;
+    if (best_ar >= best_diffusion) return batches[i];
+  }
+  return -1;
+}
+
+double UsdPerMillionTokens(double usd_per_hour, double tokens_per_second) {
+  if (!(tokens_per_second > 0)) return std::numeric_limits<double>::infinity();
+  return usd_per_hour / (tokens_per_second * 3600.0) * 1e6;
+}
+
+}  // namespace unmask::plan

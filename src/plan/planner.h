@@ -1,0 +1,101 @@
+// Roofline projections of diffusion and autoregressive decoding (SERVING.md §4.3, "the
+// arithmetic-intensity argument"): every forward of a decoding run is costed as
+//   time = max(FLOPs / compute rate, bytes / memory rate) + a fixed per-forward overhead,
+// with FLOPs and bytes from the same formulas the engine reports for its own forwards
+// (ModelConfig::ForwardFlops / ForwardKvBytes / ForwardActivationBytes), so a projection for this
+// CPU can be checked against what `unmask bench arena` measures.
+#ifndef UNMASK_PLAN_PLANNER_H_
+#define UNMASK_PLAN_PLANNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/config.h"
+
+namespace unmask::plan {
+
+// What a machine can do, as the planner uses it (hardware.h turns a table entry into this).
+struct MachineRates {
+  double flops_per_second = 0;    // achievable dense GEMM rate (peak x efficiency), FLOP/s
+  double bytes_per_second = 0;    // achievable memory read rate, bytes/s
+  double overhead_ms = 0;         // fixed cost per forward (launches, synchronisation), ms
+  double memory_bytes = 0;        // capacity for weights + KV caches, bytes (0: unlimited)
+  double weight_bytes_per_parameter = 2;  // bf16: 2, fp8: 1, f32: 4
+  double kv_bytes_per_element = 2;        // KV cache dtype
+  double activation_bytes_per_element = 2;
+  double ridge() const {  // FLOP/byte where the compute and memory roofs meet
+    return bytes_per_second > 0 ? flops_per_second / bytes_per_second : 0;
+  }
+};
+
+enum class EngineKind { kAr, kArSpeculative, kDiffusion };
+enum class DiffusionCache { kNone, kPrefix, kDual };
+
+// One decoding engine configuration.
+struct EngineSpec {
+  std::string name;  // "ar", "ar+spec", "diffusion-exact", ...
+  EngineKind kind = EngineKind::kAr;
+  // kArSpeculative: drafts per verify forward (gamma) and the mean tokens committed per verify
+  // forward, bonus token included (tau, in [1, gamma + 1]; SERVING.md §3). draft_cost: the
+  // drafter's forward time relative to a target decode forward at the same batch (0: prompt
+  // lookup, no model).
+  int64_t draft_max = 3;
+  double tokens_per_verify = 1;
+  double draft_cost = 0;
+  // kDiffusion: semi-autoregressive block length N and tokens committed per forward k (exact
+  // LLaDA decoding with steps == gen_length: 1). Cache: kNone feeds the whole canvas every forward
+  // (LLaDA reference); kPrefix / kDual refresh every K/V with one full forward per block, then
+  // feed the block and what follows it (prefix) or only the block (dual) — Fast-dLLM.
+  int64_t block_length = 32;
+  double tokens_per_forward = 1;
+  DiffusionCache cache = DiffusionCache::kNone;
+
+  bool diffusion() const { return kind == EngineKind::kDiffusion; }
+};
+
+// Error unless the spec is usable: block_length >= 1, tokens_per_forward in [1, block_length],
+// draft_max >= 1 and tokens_per_verify in [1, draft_max + 1] for speculation, draft_cost >= 0.
+Status ValidateEngineSpec(const EngineSpec& e);
+
+struct Workload {
+  int64_t prompt_length = 128;  // tokens
+  int64_t gen_length = 256;     // output tokens per request (diffusion: rounded up to the block)
+};
+
+// One engine at one batch size. Times in ms, rates in tokens/s (output tokens of the whole batch).
+struct Projection {
+  std::string engine;
+  int64_t batch = 1;
+  bool fits_memory = true;        // weights + batch x KV cache fit in MachineRates::memory_bytes
+  double forwards = 0;            // forwards per request (NFE; speculation: verify + draft)
+  double tokens_per_forward = 0;  // output tokens per target forward
+  double ttft_ms = 0;             // first output token (AR: the prefill; diffusion: first block)
+  double tpot_ms = 0;             // (e2e - ttft) / (gen_length - 1)
+  double e2e_ms = 0;              // whole request
+  double tokens_per_second = 0;   // batch x gen_length / e2e
+  double flops = 0;               // per batch run (all forwards)
+  double bytes = 0;
+  double compute_bound_fraction = 0;  // of the forward time spent in compute-bound forwards
+  double arithmetic_intensity() const { return bytes > 0 ? flops / bytes : 0; }
+};
+
+// Projects one engine at one batch size (batch >= 1; requests start together and run to the end,
+// a static batch). The model's weights count NumParameters() x weight_bytes_per_parameter once per
+// forward. Errors: InvalidArgument for a bad spec, workload (lengths >= 1) or batch.
+StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
+                             const Workload& workload, const MachineRates& machine, int64_t batch);
+
+// The smallest batch in `batches` (ascending) from which the best AR-family projection (kAr,
+// kArSpeculative) has at least the tokens/s of the best diffusion one (batches[0] when AR is
+// ahead from the start), -1 when it never catches up. `rows` holds projections of `engines`.
+int64_t CrossoverBatch(const std::vector<EngineSpec>& engines, const std::vector<Projection>& rows,
+                       const std::vector<int64_t>& batches);
+
+// USD per million output tokens at `usd_per_hour` and `tokens_per_second` (SERVING.md §4.5).
+double UsdPerMillionTokens(double usd_per_hour, double tokens_per_second);
+
+}  // namespace unmask::plan
+
+#endif  // UNMASK_PLAN_PLANNER_H_

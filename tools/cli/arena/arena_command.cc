@@ -1,0 +1,429 @@
+#include "cli/arena/arena_command.h"
+
+#include <chrono>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/arena/arena_data.h"
+#include "cli/arena/arena_modes.h"
+#include "cli/arena/arena_report.h"
+#include "cli/arena/arena_run.h"
+#include "common/cli_util.h"
+#include "common/hardware_table.h"
+#include "common/model_args.h"
+#include "common/roofline.h"
+#include "common/terminal.h"
+#include "core/parallel.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) {
+  PrintError("unmask bench arena", s.message());
+  return 1;
+}
+
+std::string Twin(const std::string& name) {
+  return std::string(UNMASK_SOURCE_DIR) + "/models/" + name;
+}
+
+std::string Base(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return InternalError(path + ": cannot write");
+  return Status::Ok();
+}
+
+// The planner's view of this machine running `lm`: the measured rates, the model's resident
+// weight bytes (f32 prepacked or the file's dtype), f32 KV cache and activations.
+plan::MachineRates RatesOf(const LoadedModel& lm, const ArenaMachine& m, double overhead_ms) {
+  plan::MachineRates rates;
+  rates.flops_per_second = m.gemm_gflops * 1e9;
+  rates.bytes_per_second = m.bandwidth_gbs * 1e9;
+  rates.overhead_ms = overhead_ms;
+  rates.weight_bytes_per_parameter =
+      static_cast<double>(lm.model->weight_bytes()) /
+      static_cast<double>(std::max<int64_t>(lm.model->config().NumParameters(), 1));
+  rates.kv_bytes_per_element = rates.activation_bytes_per_element = 4;
+  return rates;
+}
+
+// The median time of a one-position forward of `lm` against its roofline time.
+StatusOr<ArenaOverhead> MeasureOverhead(const LoadedModel& lm, const std::string& name,
+                                        const ArenaMachine& m) {
+  const ModelConfig& c = lm.model->config();
+  const std::vector<int32_t> token = {0};
+  const std::vector<int32_t> rows = {0};
+  BatchPlan plan;
+  plan.sequences.push_back(SequenceInput{token, 0, rows});
+  Workspace ws;
+  Tensor logits(DType::kF32, {1, c.vocab_size});
+  std::vector<double> ms;
+  for (int i = 0; i < 23; ++i) {  // 3 warm-up runs
+    ForwardStats fs;
+    UNMASK_RETURN_IF_ERROR(lm.model->Forward(plan, ws, logits.view(), &fs));
+    if (i >= 3) ms.push_back(fs.ms);
+  }
+  std::sort(ms.begin(), ms.end());
+  const plan::MachineRates rates = RatesOf(lm, m, 0);
+  const double weight_bytes =
+      rates.weight_bytes_per_parameter * static_cast<double>(c.NumParameters());
+  const double flops = c.ForwardFlops(1, 1, c.is_diffusion());
+  const double bytes =
+      weight_bytes + c.ForwardKvBytes(1, 0, false) + c.ForwardActivationBytes(1, 1);
+  ArenaOverhead h;
+  h.model = name;
+  h.forward_ms = ms[ms.size() / 2];
+  h.roofline_ms =
+      1000.0 * std::max(flops / rates.flops_per_second, bytes / rates.bytes_per_second);
+  return h;
+}
+
+// The planner's projection for this machine of one measured point (see ArenaMarkdown's note).
+StatusOr<double> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
+                            const LoadedModel& target, const LoadedModel* drafter,
+                            const ArenaReport& r, double overhead_ms) {
+  const ModelConfig& c = target.model->config();
+  const plan::MachineRates rates = RatesOf(target, r.machine, overhead_ms);
+  const double mean_tokens =
+      static_cast<double>(measured.tokens) / static_cast<double>(std::max<int64_t>(measured.requests, 1));
+  const int64_t canvas = (r.gen_length + r.block_length - 1) / r.block_length * r.block_length;
+  plan::Workload w{r.prompt_length, mode.diffusion
+                                        ? canvas
+                                        : std::max<int64_t>(1, std::llround(mean_tokens))};
+  double k = 1, draft_cost = 0;
+  if (mode.diffusion) {
+    k = static_cast<double>(canvas) / std::max(measured.nfe_per_request, 1.0);
+  } else if (mode.drafter != ArenaDrafter::kNone) {
+    // Tokens per verify forward after the prefill's first token.
+    k = (mean_tokens - 1) / std::max(measured.nfe_per_request - 1, 1.0);
+    if (drafter != nullptr) {
+      draft_cost = static_cast<double>(drafter->model->weight_bytes()) /
+                   static_cast<double>(target.model->weight_bytes());
+      // The diffusion drafter proposes the whole draft in one forward.
+      if (mode.drafter == ArenaDrafter::kDiffusion) draft_cost /= mode.draft_max;
+    }
+  }
+  const plan::EngineSpec spec = ArenaPlannerSpec(mode, r.block_length, k, draft_cost);
+  UNMASK_ASSIGN_OR_RETURN(plan::Projection p, plan::Project(c, spec, w, rates, measured.batch));
+  // Diffusion computes the whole canvas; the measurement counts the tokens returned.
+  return mode.diffusion ? p.tokens_per_second * mean_tokens / static_cast<double>(canvas)
+                        : p.tokens_per_second;
+}
+
+}  // namespace
+
+void ArenaCommand::AddTo(CLI::App& app) {
+  app.add_option("--diffusion-model", diffusion_model,
+                 "diffusion GGUF (default: models/unmask-tinystories-llada.gguf)");
+  app.add_option("--ar-model", ar_model,
+                 "autoregressive GGUF (default: models/unmask-tinystories-ar.gguf)");
+  app.add_option("--draft-model", draft_model,
+                 "AR drafter for ar+draft (default: models/unmask-tinystories-ar-draft.gguf; "
+                 "'none' skips ar+draft)");
+  app.add_option("--judge", judge_model,
+                 "AR model scoring every mode's outputs (judge perplexity; default: the AR model)");
+  std::string known;
+  for (const ArenaMode& m : ArenaModes()) known += (known.empty() ? "" : ", ") + m.name;
+  app.add_option("--modes", modes, "modes to run (default: all but the prefix-cache and "
+                                   "early-stop variants); known: " + known)
+      ->delimiter(',');
+  app.add_option("--batch", batches,
+                 "batch sizes: concurrent closed-loop clients (AR+draft and AR+diffusion run at "
+                 "batch 1 only)")
+      ->delimiter(',')
+      ->check(IntegerIn(1, 1024))
+      ->capture_default_str();
+  app.add_option("--validate-batch", validate_batches,
+                 "batch sizes at which the planner's prediction is compared with the measurement")
+      ->delimiter(',')
+      ->check(IntegerIn(1, 1024))
+      ->capture_default_str();
+  app.add_option("--prompt-length", prompt_length, "prompt tokens (texts cut to this length)")
+      ->check(IntegerIn(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("-n,--gen-length", gen_length, "output tokens per request (max_tokens)")
+      ->check(IntegerIn(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--block-length", block_length, "diffusion block length")
+      ->check(IntegerIn(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--min-requests", min_requests,
+                 "requests per point at small batch sizes (a point runs max(batch, this))")
+      ->check(IntegerIn(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--prompts", prompts_file,
+                 "prompt file: .jsonl (prompt / turns / question / instruction / text field) or "
+                 "one prompt per line (default: the held-out TinyStories of "
+                 "../shared/data/corpus, never trained on)");
+  app.add_option("--price-per-hour", price_per_hour,
+                 "USD per hour of this machine for tokens per dollar (0: the cpu entry of the "
+                 "hardware table)")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str();
+  app.add_option("--hardware-file", hardware_file, "hardware table instead of the built-in one");
+  app.add_option("--out", out_dir, "folder for arena.json, arena.md and the SVG plots")
+      ->capture_default_str();
+  app.add_option("-t,--threads", threads, "CPU threads (0 = all hardware threads)")
+      ->check(IntegerIn(0, kMaxThreads))
+      ->capture_default_str();
+  app.add_flag("--no-quality", no_quality, "skip the judge perplexity");
+}
+
+int ArenaCommand::Run() const {
+  const auto t_start = std::chrono::steady_clock::now();
+  // Modes and settings first: a typo fails before minutes of work.
+  std::vector<ArenaMode> run_modes;
+  for (const std::string& name : modes.empty() ? DefaultArenaModeNames() : modes) {
+    auto m = FindArenaMode(name);
+    if (!m.ok()) return Fail(m.status());
+    run_modes.push_back(*m);
+  }
+  for (size_t i = 1; i < batches.size(); ++i) {
+    if (batches[i] <= batches[i - 1]) {
+      return Fail(InvalidArgumentError("--batch: sizes must be ascending"));
+    }
+  }
+  if (batches.empty()) return Fail(InvalidArgumentError("--batch: no batch size"));
+  auto table = LoadHardwareTable(hardware_file);
+  if (!table.ok()) return Fail(table.status());
+  ArenaReport r;
+  if (price_per_hour > 0) {
+    r.machine.price_per_hour = price_per_hour;
+    r.machine.price_source = "--price-per-hour";
+  } else {
+    auto cpu = plan::FindHardware(*table, "cpu");
+    if (!cpu.ok()) return Fail(cpu.status());
+    r.machine.price_per_hour = cpu->price.typical;
+    r.machine.price_source = "typical price of the hardware table's cpu entry: " + cpu->name;
+  }
+
+  cpu::CpuBackendOptions bo;
+  bo.num_threads = threads;
+  if (Status s = cpu::InitCpuBackend(bo); !s.ok()) return Fail(s);
+  const std::string diffusion_path =
+      diffusion_model.empty() ? Twin("unmask-tinystories-llada.gguf") : diffusion_model;
+  const std::string ar_path = ar_model.empty() ? Twin("unmask-tinystories-ar.gguf") : ar_model;
+  const std::string draft_path =
+      draft_model.empty() ? Twin("unmask-tinystories-ar-draft.gguf") : draft_model;
+  bool need_diffusion = false, need_ar = false, need_draft = false;
+  for (const ArenaMode& m : run_modes) {
+    need_diffusion |= m.diffusion || m.drafter == ArenaDrafter::kDiffusion;
+    need_ar |= !m.diffusion;
+    need_draft |= m.drafter == ArenaDrafter::kModel;
+  }
+  need_ar |= !no_quality;
+  if (draft_model == "none" && need_draft) {
+    std::erase_if(run_modes, [](const ArenaMode& m) { return m.drafter == ArenaDrafter::kModel; });
+    r.notes.push_back("ar+draft skipped (--draft-model none)");
+    need_draft = false;
+  }
+  LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm;
+  if (need_diffusion) {
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto); });
+    if (!lm.ok()) return Fail(lm.status());
+    if (!lm->model->config().is_diffusion()) {
+      return Fail(InvalidArgumentError(diffusion_path + " is not a diffusion model"));
+    }
+    diffusion_lm = std::move(*lm);
+  }
+  if (need_ar) {
+    auto lm =
+        OnTemporaryThread([&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto); });
+    if (!lm.ok()) return Fail(lm.status());
+    if (lm->model->config().is_diffusion()) {
+      return Fail(InvalidArgumentError(ar_path + " is not an autoregressive model"));
+    }
+    ar_lm = std::move(*lm);
+  }
+  if (need_draft) {
+    auto lm =
+        OnTemporaryThread([&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto); });
+    if (!lm.ok()) return Fail(lm.status());
+    if (lm->model->config().is_diffusion()) {
+      return Fail(InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
+    }
+    draft_lm = std::move(*lm);
+  }
+  const LoadedModel* judge = need_ar ? &ar_lm : nullptr;
+  if (!judge_model.empty() && !no_quality) {
+    auto lm =
+        OnTemporaryThread([&] { return LoadModelWithProgress(judge_model, WeightMode::kAuto); });
+    if (!lm.ok()) return Fail(lm.status());
+    judge_lm = std::move(*lm);
+    judge = &judge_lm;
+  }
+  const ArenaModels models{need_diffusion ? &diffusion_lm : nullptr, need_ar ? &ar_lm : nullptr,
+                           need_draft ? &draft_lm : nullptr};
+
+  // Prompts, tokenized by each model's tokenizer.
+  auto texts = prompts_file.empty() ? HeldOutStories(DefaultArenaCorpus())
+                                    : ReadPromptFile(prompts_file);
+  if (!texts.ok()) {
+    return Fail(texts.status().WithContext(prompts_file.empty()
+                                               ? "the default prompts (give --prompts FILE)"
+                                               : "--prompts"));
+  }
+  std::map<const LoadedModel*, std::vector<std::vector<int32_t>>> prompts;
+  for (const LoadedModel* lm : {models.diffusion, models.ar}) {
+    if (lm == nullptr) continue;
+    auto ids = TokenizePrompts(*lm->tokenizer, *texts, prompt_length);
+    if (!ids.ok()) return Fail(ids.status());
+    const int64_t canvas = (gen_length + block_length - 1) / block_length * block_length;
+    const int64_t need = prompt_length + (lm->model->config().is_diffusion() ? canvas : gen_length);
+    if (need > lm->model->config().context_length) {
+      return Fail(OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +
+                                  std::to_string(need - prompt_length) + " tokens exceed " +
+                                  Base(lm->file->path()) + "'s context of " +
+                                  std::to_string(lm->model->config().context_length)));
+    }
+    prompts[lm] = std::move(*ids);
+  }
+  r.diffusion_model = models.diffusion ? Base(diffusion_path) : "";
+  r.ar_model = models.ar ? Base(ar_path) : "";
+  r.draft_model = models.draft ? Base(draft_path) : "";
+  r.prompts_source = prompts_file.empty() ? "held-out TinyStories" : Base(prompts_file);
+  r.num_prompts = static_cast<int64_t>(prompts.begin()->second.size());
+  r.prompt_length = prompt_length;
+  r.gen_length = gen_length;
+  r.block_length = block_length;
+  r.min_requests = min_requests;
+  r.batches = batches;
+
+  // The machine's roofline, measured now.
+  std::fprintf(stderr, "arena: measuring the GEMM peak and the memory bandwidth...\n");
+  auto peak = OnTemporaryThread([] { return MeasureGemmPeakGflops(); });
+  if (!peak.ok()) return Fail(peak.status());
+  r.machine.gemm_gflops = *peak;
+  r.machine.bandwidth_gbs = OnTemporaryThread([] { return MeasureMemoryBandwidthGBs(); });
+  r.machine.threads = GetNumThreads();
+  r.machine.backend = cpu::DescribeCpuBackend();
+  std::fprintf(stderr, "arena: f32 GEMM %.1f GFLOP/s, memory read %.1f GB/s, %d threads\n",
+               r.machine.gemm_gflops, r.machine.bandwidth_gbs, r.machine.threads);
+
+  // Each model's per-forward overhead on this machine (for the planner's second prediction).
+  std::map<const LoadedModel*, double> overhead;
+  for (const auto& [lm, name] : {std::pair{models.diffusion, r.diffusion_model},
+                                 std::pair{models.ar, r.ar_model}}) {
+    if (lm == nullptr) continue;
+    auto h = OnTemporaryThread([&] { return MeasureOverhead(*lm, name, r.machine); });
+    if (!h.ok()) return Fail(h.status().WithContext("timing a forward of " + name));
+    overhead[lm] = h->overhead_ms();
+    r.overheads.push_back(*h);
+  }
+
+  // The points.
+  struct Planned {
+    const ArenaMode* mode;
+    int64_t batch, requests;
+  };
+  std::vector<Planned> points;
+  int64_t total_requests = 0;
+  for (const ArenaMode& m : run_modes) {
+    for (int64_t b : batches) {
+      if (!m.batched && b > 1) continue;
+      points.push_back({&m, b, std::max(b, min_requests)});
+      total_requests += points.back().requests;
+    }
+  }
+  ArenaSettings settings{gen_length, block_length};
+  std::map<std::string, ArenaPoint> largest;  // per mode: its largest-batch run (for quality)
+  ProgressLine progress("arena");
+  int64_t requests_done = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Planned& pt = points[i];
+    const LoadedModel* lm = pt.mode->diffusion ? models.diffusion : models.ar;
+    const std::string label = pt.mode->name + " batch " + std::to_string(pt.batch);
+    auto point = RunArenaPoint(*pt.mode, models, settings, prompts[lm], pt.batch, pt.requests,
+                               [&](int64_t done, int64_t) {
+                                 progress.Update(requests_done + done, total_requests,
+                                                 "point " + std::to_string(i + 1) + "/" +
+                                                     std::to_string(points.size()) + ": " +
+                                                     label);
+                               });
+    if (!point.ok()) return Fail(point.status().WithContext(label));
+    requests_done += pt.requests;
+    const ArenaRow row = SummarizePoint(*point, pt.mode->diffusion, r.machine);
+    progress.Finish();
+    std::fprintf(stderr, "arena: %-36s %9.1f tokens/s  E2E p50 %8.1f ms  (%.1f s)\n",
+                 label.c_str(), row.tokens_per_second, row.e2e_p50_ms, point->wall_ms / 1000);
+    r.rows.push_back(row);
+    largest[pt.mode->name] = std::move(*point);
+  }
+
+  // Quality: the judge's perplexity of each mode's outputs.
+  if (!no_quality && judge != nullptr) {
+    for (const ArenaMode& m : run_modes) {
+      const ArenaPoint& p = largest[m.name];
+      const LoadedModel* lm = m.diffusion ? models.diffusion : models.ar;
+      std::vector<std::vector<int32_t>> ps, outs;
+      for (const ArenaRequest& q : p.requests) {
+        ps.push_back(prompts[lm][q.prompt_index]);
+        outs.push_back(q.output);
+      }
+      JudgeResult jr;
+      const Status s = OnTemporaryThread(
+          [&] { return JudgeOutputs(*judge->model, *judge->tokenizer, ps, outs, &jr); });
+      if (!s.ok()) {
+        return Fail(s.WithContext("judging " + m.name));
+      }
+      r.quality.push_back({m.name, jr.perplexity(), jr.tokens, jr.outputs});
+    }
+  }
+
+  // The planner's prediction for this machine against the measurements.
+  for (const ArenaRow& row : r.rows) {
+    if (std::find(validate_batches.begin(), validate_batches.end(), row.batch) ==
+        validate_batches.end()) {
+      continue;
+    }
+    const auto mode = std::find_if(run_modes.begin(), run_modes.end(),
+                                   [&](const ArenaMode& m) { return m.name == row.mode; });
+    if (mode == run_modes.end()) continue;
+    const LoadedModel& target = mode->diffusion ? *models.diffusion : *models.ar;
+    const LoadedModel* drafter = mode->drafter == ArenaDrafter::kModel       ? models.draft
+                                 : mode->drafter == ArenaDrafter::kDiffusion ? models.diffusion
+                                                                             : nullptr;
+    auto roofline = PredictTps(*mode, row, target, drafter, r, 0);
+    auto tps = PredictTps(*mode, row, target, drafter, r, overhead[&target]);
+    if (!tps.ok()) return Fail(tps.status().WithContext("planner for " + row.mode));
+    r.validation.push_back(
+        {row.mode, row.batch, row.tokens_per_second, *roofline, *tps, row.forward_share});
+  }
+  r.elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Fail(InternalError(out_dir + ": cannot create the folder (" + ec.message() + ")"));
+  const std::string md = ArenaMarkdown(r);
+  if (Status s = WriteText(out_dir + "/arena.md", md); !s.ok()) return Fail(s);
+  if (Status s = WriteText(out_dir + "/arena.json", ArenaJson(r).dump(2) + "\n"); !s.ok()) {
+    return Fail(s);
+  }
+  if (Status s = WriteSvg(ArenaThroughputPlot(r), out_dir + "/arena-throughput.svg"); !s.ok()) {
+    return Fail(s);
+  }
+  if (Status s = WriteSvg(ArenaLatencyPlot(r), out_dir + "/arena-latency.svg"); !s.ok()) {
+    return Fail(s);
+  }
+  std::printf("%s", md.c_str());
+  std::fprintf(stderr,
+               "arena: wrote %s/arena.md, arena.json, arena-throughput.svg, arena-latency.svg "
+               "(%.0f s)\n",
+               out_dir.c_str(), r.elapsed_s);
+  return 0;
+}
+
+}  // namespace unmask::tools

@@ -1,0 +1,323 @@
+#include "cli/arena/arena_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "plan/planner.h"
+
+namespace unmask::tools {
+namespace {
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, args);
+  va_end(args);
+  return buf;
+}
+
+const ArenaRow* FindRow(const ArenaReport& r, const std::string& mode, int64_t batch) {
+  for (const ArenaRow& row : r.rows) {
+    if (row.mode == mode && row.batch == batch) return &row;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ModeNames(const ArenaReport& r) {
+  std::vector<std::string> names;
+  for (const ArenaRow& row : r.rows) {
+    if (std::find(names.begin(), names.end(), row.mode) == names.end()) names.push_back(row.mode);
+  }
+  return names;
+}
+
+}  // namespace
+
+ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine& machine) {
+  ArenaRow row;
+  row.mode = p.mode;
+  row.diffusion = diffusion;
+  row.batch = p.batch;
+  row.requests = static_cast<int64_t>(p.requests.size());
+  row.tokens = p.completion_tokens();
+  row.wall_ms = p.wall_ms;
+  row.tokens_per_second =
+      p.wall_ms > 0 ? 1000.0 * static_cast<double>(row.tokens) / p.wall_ms : 0.0;
+  std::vector<double> ttft, tpot, e2e;
+  double nfe = 0, tpf = 0;
+  for (const ArenaRequest& q : p.requests) {
+    const RequestStats& s = q.stats;
+    if (s.ttft_ms >= 0) ttft.push_back(s.ttft_ms);
+    e2e.push_back(s.total_ms);
+    if (s.completion_tokens > 1 && s.ttft_ms >= 0) {
+      tpot.push_back((s.total_ms - s.ttft_ms) / static_cast<double>(s.completion_tokens - 1));
+    }
+    nfe += static_cast<double>(s.nfe);
+    tpf += s.tokens_per_forward();
+  }
+  const double n = std::max<double>(1, static_cast<double>(p.requests.size()));
+  row.ttft_p50_ms = Percentile(ttft, 0.5);
+  row.tpot_p50_ms = Percentile(tpot, 0.5);
+  row.e2e_p50_ms = Percentile(e2e, 0.5);
+  row.e2e_p90_ms = Percentile(e2e, 0.9);
+  row.nfe_per_request = nfe / n;
+  row.tokens_per_forward = tpf / n;
+  if (p.drafted > 0) {
+    row.acceptance = static_cast<double>(p.accepted) / static_cast<double>(p.drafted);
+  }
+  row.arithmetic_intensity = p.totals.bytes > 0 ? p.totals.flops / p.totals.bytes : 0;
+  row.achieved_gflops = p.wall_ms > 0 ? p.totals.flops / (p.wall_ms * 1e6) : 0;
+  const double attainable =
+      std::min(machine.gemm_gflops, row.arithmetic_intensity * machine.bandwidth_gbs);
+  row.roofline_fraction = attainable > 0 ? row.achieved_gflops / attainable : 0;
+  row.usd_per_million_tokens = plan::UsdPerMillionTokens(machine.price_per_hour,
+                                                         row.tokens_per_second);
+  row.forward_share = p.wall_ms > 0 ? p.totals.forward_ms / p.wall_ms : 0;
+  row.tokens_per_dollar = machine.price_per_hour > 0
+                              ? row.tokens_per_second * 3600.0 / machine.price_per_hour
+                              : 0.0;
+  return row;
+}
+
+int64_t ArenaReport::Crossover() const {
+  for (int64_t b : batches) {
+    double best_ar = -1, best_diffusion = -1;
+    for (const ArenaRow& row : rows) {
+      if (row.batch != b) continue;
+      double& best = row.diffusion ? best_diffusion : best_ar;
+      best = std::max(best, row.tokens_per_second);
+    }
+    if (best_ar < 0 || best_diffusion < 0) continue;
+    if (best_ar >= best_diffusion) return b;
+  }
+  return -1;
+}
+
+std::string ArenaMarkdown(const ArenaReport& r) {
+  const ArenaMachine& m = r.machine;
+  std::string o = "# unmask bench arena\n\n";
+  o += Printf(
+      "Machine (measured in this run): f32 GEMM peak %.1f GFLOP/s, memory read %.1f GB/s, ridge "
+      "%.1f FLOP/byte, %d threads; %s.\n",
+      m.gemm_gflops, m.bandwidth_gbs, m.gemm_gflops / std::max(m.bandwidth_gbs, 1e-9), m.threads,
+      m.backend.c_str());
+  o += Printf("Price: $%.4g per hour (%s).\n\n", m.price_per_hour, m.price_source.c_str());
+  o += "Models: diffusion " + r.diffusion_model + ", AR " + r.ar_model +
+       (r.draft_model.empty() ? "" : ", draft " + r.draft_model) + ".\n";
+  o += Printf(
+      "Workload: %lld prompts (%s), %lld prompt tokens, %lld output tokens (max_tokens; block "
+      "%lld), temperature 0; each point runs max(batch, %lld) requests with `batch` closed-loop "
+      "clients. Wall time %.0f s.\n\n",
+      static_cast<long long>(r.num_prompts), r.prompts_source.c_str(),
+      static_cast<long long>(r.prompt_length), static_cast<long long>(r.gen_length),
+      static_cast<long long>(r.block_length), static_cast<long long>(r.min_requests),
+      r.elapsed_s);
+  o += "## Throughput, latency and cost\n\n";
+  o += "| mode | batch | tokens/s | TTFT p50 ms | TPOT p50 ms | E2E p50 / p90 ms | NFE/request | "
+       "tokens/forward | accept | FLOP/byte | GFLOP/s | % roofline | $/M tokens | tokens/$ |\n";
+  o += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const ArenaRow& w : r.rows) {
+    o += Printf(
+        "| %s | %lld | %.1f | %.1f | %.2f | %.0f / %.0f | %.1f | %.2f | %s | %.1f | %.1f | %.0f%% "
+        "| %.3g | %.3g |\n",
+        w.mode.c_str(), static_cast<long long>(w.batch), w.tokens_per_second, w.ttft_p50_ms,
+        w.tpot_p50_ms, w.e2e_p50_ms, w.e2e_p90_ms, w.nfe_per_request, w.tokens_per_forward,
+        w.acceptance >= 0 ? Printf("%.0f%%", 100 * w.acceptance).c_str() : "-",
+        w.arithmetic_intensity, w.achieved_gflops, 100 * w.roofline_fraction,
+        w.usd_per_million_tokens, w.tokens_per_dollar);
+  }
+  o += "\n% roofline = achieved FLOP/s / min(GEMM peak, intensity x bandwidth); tokens count what "
+       "the requests returned (through the first end-of-text token).\n";
+  if (!r.quality.empty()) {
+    o += "\n## Quality (judge perplexity)\n\n| mode | judge ppl | scored tokens | outputs |\n"
+         "|---|---:|---:|---:|\n";
+    for (const ArenaQuality& q : r.quality) {
+      o += Printf("| %s | %.2f | %lld | %lld |\n", q.mode.c_str(), q.judge_ppl,
+                  static_cast<long long>(q.scored_tokens), static_cast<long long>(q.outputs));
+    }
+    o += "\nThe AR model's perplexity of each output given its prompt, through the first "
+         "end-of-text token, over the outputs of the mode's largest batch (outputs at temperature "
+         "0 do not depend on the batch).\n";
+  }
+  o += "\n## Crossover\n\n";
+  const int64_t x = r.Crossover();
+  if (x < 0) {
+    o += "Diffusion keeps the higher throughput at every batch size measured.\n";
+  } else if (!r.batches.empty() && x == r.batches.front()) {
+    o += Printf("AR has the higher throughput already at batch %lld.\n", static_cast<long long>(x));
+  } else {
+    o += Printf("AR catches up with diffusion at batch %lld.\n", static_cast<long long>(x));
+  }
+  if (!r.validation.empty()) {
+    o += "\n## Planner against measurement (this machine)\n\n"
+         "| mode | batch | measured tokens/s | roofline only | error | + measured overhead | "
+         "error | time in forwards |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const ArenaValidation& v : r.validation) {
+      o += Printf("| %s | %lld | %.1f | %.1f | %+.0f%% | %.1f | %+.0f%%%s | %.0f%% |\n",
+                  v.mode.c_str(), static_cast<long long>(v.batch), v.measured_tps,
+                  v.roofline_tps, 100 * v.roofline_error(), v.predicted_tps, 100 * v.error(),
+                  std::fabs(v.error()) <= 0.3 ? "" : " (over 30%)", 100 * v.forward_share);
+    }
+    o += "\nThe planner (`unmask plan`'s roofline model) with this run's measured GEMM peak and "
+         "bandwidth, the models' resident weight bytes, f32 KV cache and activations, and the "
+         "measured tokens per forward / per verify of each mode; \"roofline only\" has no "
+         "per-forward overhead (as the GPU projections), \"+ measured overhead\" adds each "
+         "model's (below). \"time in forwards\": the share of the run's wall time inside the "
+         "target model's forwards; the rest (decoding, sampling, the engine loop, the drafter) "
+         "is outside the roofline.\n\n| model | one-position forward ms | its roofline ms | "
+         "overhead ms |\n|---|---:|---:|---:|\n";
+    for (const ArenaOverhead& h : r.overheads) {
+      o += Printf("| %s | %.3f | %.3f | %.3f |\n", h.model.c_str(), h.forward_ms, h.roofline_ms,
+                  h.overhead_ms());
+    }
+  }
+  if (!r.notes.empty()) {
+    o += "\n## Notes\n\n";
+    for (const std::string& n : r.notes) o += "- " + n + "\n";
+  }
+  return o;
+}
+
+nlohmann::json ArenaJson(const ArenaReport& r) {
+  nlohmann::json rows = nlohmann::json::array(), quality = nlohmann::json::array(),
+                 validation = nlohmann::json::array();
+  for (const ArenaRow& w : r.rows) {
+    rows.push_back({{"mode", w.mode},
+                    {"engine", w.diffusion ? "diffusion" : "ar"},
+                    {"batch", w.batch},
+                    {"requests", w.requests},
+                    {"output_tokens", w.tokens},
+                    {"wall_ms", w.wall_ms},
+                    {"tokens_per_second", w.tokens_per_second},
+                    {"ttft_p50_ms", w.ttft_p50_ms},
+                    {"tpot_p50_ms", w.tpot_p50_ms},
+                    {"e2e_p50_ms", w.e2e_p50_ms},
+                    {"e2e_p90_ms", w.e2e_p90_ms},
+                    {"nfe_per_request", w.nfe_per_request},
+                    {"tokens_per_forward", w.tokens_per_forward},
+                    {"acceptance", w.acceptance >= 0 ? nlohmann::json(w.acceptance)
+                                                     : nlohmann::json(nullptr)},
+                    {"arithmetic_intensity", w.arithmetic_intensity},
+                    {"achieved_gflops", w.achieved_gflops},
+                    {"roofline_fraction", w.roofline_fraction},
+                    {"usd_per_million_tokens", w.usd_per_million_tokens},
+                    {"tokens_per_dollar", w.tokens_per_dollar},
+                    {"forward_share", w.forward_share}});
+  }
+  for (const ArenaQuality& q : r.quality) {
+    quality.push_back({{"mode", q.mode},
+                       {"judge_ppl", q.judge_ppl},
+                       {"scored_tokens", q.scored_tokens},
+                       {"outputs", q.outputs}});
+  }
+  for (const ArenaValidation& v : r.validation) {
+    validation.push_back({{"mode", v.mode},
+                          {"batch", v.batch},
+                          {"measured_tokens_per_second", v.measured_tps},
+                          {"roofline_tokens_per_second", v.roofline_tps},
+                          {"roofline_relative_error", v.roofline_error()},
+                          {"predicted_tokens_per_second", v.predicted_tps},
+                          {"relative_error", v.error()},
+                          {"forward_share", v.forward_share}});
+  }
+  nlohmann::json overheads = nlohmann::json::array();
+  for (const ArenaOverhead& h : r.overheads) {
+    overheads.push_back({{"model", h.model},
+                         {"forward_ms", h.forward_ms},
+                         {"roofline_ms", h.roofline_ms},
+                         {"overhead_ms", h.overhead_ms()}});
+  }
+  const int64_t x = r.Crossover();
+  return {{"machine",
+           {{"gemm_peak_gflops", r.machine.gemm_gflops},
+            {"bandwidth_gbs", r.machine.bandwidth_gbs},
+            {"threads", r.machine.threads},
+            {"backend", r.machine.backend},
+            {"price_per_hour", r.machine.price_per_hour},
+            {"price_source", r.machine.price_source}}},
+          {"models",
+           {{"diffusion", r.diffusion_model}, {"ar", r.ar_model}, {"draft", r.draft_model}}},
+          {"workload",
+           {{"prompts", r.num_prompts},
+            {"prompts_source", r.prompts_source},
+            {"prompt_length", r.prompt_length},
+            {"gen_length", r.gen_length},
+            {"block_length", r.block_length},
+            {"min_requests", r.min_requests},
+            {"batches", r.batches}}},
+          {"rows", rows},
+          {"quality", quality},
+          {"validation", validation},
+          {"overheads", overheads},
+          {"crossover_batch", x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x)},
+          {"notes", r.notes},
+          {"elapsed_s", r.elapsed_s}};
+}
+
+LinePlot ArenaThroughputPlot(const ArenaReport& r) {
+  LinePlot plot;
+  plot.title = "arena: output tokens/s against batch size (" + r.machine.backend.substr(0, 40) +
+               ", " + std::to_string(r.machine.threads) + " threads)";
+  plot.x_label = "batch size (concurrent requests)";
+  plot.y_label = "output tokens/s";
+  plot.log_x = plot.log_y = true;
+  for (const std::string& mode : ModeNames(r)) {
+    PlotSeries s;
+    s.name = mode;
+    for (int64_t b : r.batches) {
+      const ArenaRow* row = FindRow(r, mode, b);
+      if (row == nullptr) continue;
+      s.dashed = row->diffusion;
+      s.points.emplace_back(static_cast<double>(b), row->tokens_per_second);
+    }
+    plot.series.push_back(s);
+  }
+  const int64_t x = r.Crossover();
+  if (x >= 0) {
+    plot.markers.push_back(
+        {static_cast<double>(x), !r.batches.empty() && x == r.batches.front()
+                                     ? "AR ahead from batch " + std::to_string(x)
+                                     : "crossover: AR catches up at batch " + std::to_string(x)});
+  }
+  plot.notes.push_back("diffusion modes dashed; prompt " + std::to_string(r.prompt_length) +
+                       ", output " + std::to_string(r.gen_length) +
+                       " tokens, temperature 0; unmask bench arena");
+  return plot;
+}
+
+LinePlot ArenaLatencyPlot(const ArenaReport& r) {
+  LinePlot plot;
+  plot.title = "arena: throughput against latency (points: batch sizes)";
+  plot.x_label = "end-to-end latency per request, p50 (ms)";
+  plot.y_label = "output tokens/s (all requests)";
+  plot.log_x = plot.log_y = true;
+  for (const std::string& mode : ModeNames(r)) {
+    PlotSeries s;
+    s.name = mode;
+    for (int64_t b : r.batches) {
+      const ArenaRow* row = FindRow(r, mode, b);
+      if (row == nullptr) continue;
+      s.dashed = row->diffusion;
+      s.points.emplace_back(row->e2e_p50_ms, row->tokens_per_second);
+      s.point_labels.push_back(std::to_string(b));
+    }
+    plot.series.push_back(s);
+  }
+  plot.notes.push_back("up and left is better; diffusion modes dashed; labels are batch sizes");
+  return plot;
+}
+
+}  // namespace unmask::tools

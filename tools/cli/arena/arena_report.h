@@ -1,0 +1,101 @@
+// The arena's results: one summary row per (mode, batch size), the quality per mode, the planner's
+// prediction for this machine against each measurement, and their markdown / JSON / SVG forms.
+#ifndef UNMASK_TOOLS_CLI_ARENA_ARENA_REPORT_H_
+#define UNMASK_TOOLS_CLI_ARENA_ARENA_REPORT_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/arena/arena_modes.h"
+#include "cli/arena/arena_run.h"
+#include "common/svg_plot.h"
+
+namespace unmask::tools {
+
+struct ArenaMachine {
+  double gemm_gflops = 0;     // measured f32 GEMM peak (prepacked, this run)
+  double bandwidth_gbs = 0;   // measured memory read bandwidth (this run)
+  int threads = 0;
+  double price_per_hour = 0;  // USD
+  std::string price_source;
+  std::string backend;
+};
+
+// Per-forward overhead of a model on this machine: the median time of a one-position forward
+// minus its roofline time (launch-like costs: thread synchronisation per op, small kernels).
+struct ArenaOverhead {
+  std::string model;
+  double forward_ms = 0;   // measured one-position forward, median
+  double roofline_ms = 0;  // its roofline time
+  double overhead_ms() const { return forward_ms > roofline_ms ? forward_ms - roofline_ms : 0; }
+};
+
+struct ArenaRow {
+  std::string mode;
+  bool diffusion = false;
+  int64_t batch = 0;
+  int64_t requests = 0;
+  int64_t tokens = 0;  // output tokens returned (useful: through the first EOS)
+  double wall_ms = 0;
+  double tokens_per_second = 0;
+  double ttft_p50_ms = 0, tpot_p50_ms = 0, e2e_p50_ms = 0, e2e_p90_ms = 0;
+  double nfe_per_request = 0;     // target forwards a request took part in, mean
+  double tokens_per_forward = 0;  // output tokens per target forward, mean over requests
+  double acceptance = -1;         // speculative: accepted / drafted (-1: none)
+  double arithmetic_intensity = 0;
+  double achieved_gflops = 0;
+  double roofline_fraction = 0;  // achieved FLOP/s over min(GEMM peak, intensity x bandwidth)
+  double usd_per_million_tokens = 0;
+  double tokens_per_dollar = 0;
+  double forward_share = 0;  // of the wall time spent inside Model::Forward (target model)
+};
+
+// Summarizes a run (latencies from RequestStats; FLOPs and bytes from the forwards).
+ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine& machine);
+
+struct ArenaQuality {
+  std::string mode;
+  double judge_ppl = 0;
+  int64_t scored_tokens = 0;
+  int64_t outputs = 0;
+};
+
+struct ArenaValidation {
+  std::string mode;
+  int64_t batch = 0;
+  double measured_tps = 0;
+  double roofline_tps = 0;    // the planner with no per-forward overhead (as for the GPUs)
+  double predicted_tps = 0;   // the planner with this machine's measured per-forward overhead
+  double forward_share = 0;   // of the run's wall time spent inside Model::Forward
+  double error() const { return measured_tps > 0 ? predicted_tps / measured_tps - 1 : 0; }
+  double roofline_error() const { return measured_tps > 0 ? roofline_tps / measured_tps - 1 : 0; }
+};
+
+struct ArenaReport {
+  ArenaMachine machine;
+  std::string diffusion_model, ar_model, draft_model, prompts_source;
+  int64_t num_prompts = 0, prompt_length = 0, gen_length = 0, block_length = 0;
+  int64_t min_requests = 0;
+  std::vector<int64_t> batches;
+  std::vector<ArenaRow> rows;
+  std::vector<ArenaQuality> quality;
+  std::vector<ArenaValidation> validation;
+  std::vector<ArenaOverhead> overheads;
+  std::vector<std::string> notes;
+  double elapsed_s = 0;
+  // The first batch at which the best AR mode's tokens/s reaches the best diffusion mode's (the
+  // first batch when AR leads throughout), -1 when it never does.
+  int64_t Crossover() const;
+};
+
+std::string ArenaMarkdown(const ArenaReport& r);
+nlohmann::json ArenaJson(const ArenaReport& r);
+// Output tokens/s against batch size per mode (log-log), the crossover marked.
+LinePlot ArenaThroughputPlot(const ArenaReport& r);
+// Output tokens/s against end-to-end latency (p50), one line per mode through its batch sizes.
+LinePlot ArenaLatencyPlot(const ArenaReport& r);
+
+}  // namespace unmask::tools
+
+#endif  // UNMASK_TOOLS_CLI_ARENA_ARENA_REPORT_H_

@@ -1,0 +1,172 @@
+#include "cli/plan_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/cli_util.h"
+#include "common/hardware_table.h"
+#include "common/plan_report.h"
+#include "format/gguf.h"
+#include "plan/model_presets.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) {
+  PrintError("unmask plan", s.message());
+  return 1;
+}
+
+// A preset id or a GGUF file (its hyper-parameters only; no weights are read).
+StatusOr<PlanModel> ResolveModel(const std::string& spec) {
+  if (spec.size() > 5 && spec.substr(spec.size() - 5) == ".gguf") {
+    UNMASK_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(spec));
+    UNMASK_ASSIGN_OR_RETURN(ModelConfig c, ReadModelConfig(*file));
+    c.tied_output = file->FindTensor("output.weight") == nullptr;
+    return PlanModel{std::filesystem::path(spec).stem().string(), c, spec};
+  }
+  UNMASK_ASSIGN_OR_RETURN(plan::ModelPreset p, plan::FindModelPreset(spec));
+  return PlanModel{p.id, p.config, p.source};
+}
+
+}  // namespace
+
+void PlanCommand::AddTo(CLI::App& app) {
+  app.add_option("--hardware", hardware,
+                 "hardware ids from the table (h100-sxm, h200, a100, l4, cpu; 'all' for every "
+                 "entry)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--model", models,
+                 "models: a preset (llada-8b, dream-7b, llama-3-8b, qwen2.5-7b, llama-3.2-1b) or "
+                 "a .gguf file (its hyper-parameters only); at most one diffusion and one AR "
+                 "model; with only one kind, the other engine runs the same architecture")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--dtype", dtype, "weight and compute dtype: bf16, f16, fp8, f32")
+      ->check(CLI::IsMember({"bf16", "f16", "fp8", "f32"}))
+      ->capture_default_str();
+  app.add_option("--prompt-length", prompt_length, "prompt tokens per request")
+      ->check(IntegerIn(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("-n,--gen-length", gen_length, "output tokens per request")
+      ->check(IntegerIn(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--batch", batches, "batch sizes (concurrent requests), ascending")
+      ->delimiter(',')
+      ->check(IntegerIn(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--latency-target-ms", latency_target_ms,
+                 "end-to-end latency a request must meet to count for the winner (0: none)")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str();
+  app.add_option("--price-per-hour", price_per_hour,
+                 "USD per hour of the machine (0: the table's typical price)")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str();
+  app.add_option("--block-length", block_length, "diffusion block length N")
+      ->check(IntegerIn(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--fast-tokens-per-forward", fast_tokens_per_forward,
+                 "tokens committed per forward by diffusion-fast (Fast-dLLM parallel decoding; "
+                 "measure yours with unmask bench arena)")
+      ->check(FiniteAtLeast(1))
+      ->capture_default_str();
+  app.add_option("--draft-max", draft_max, "AR+spec: drafts per verify forward")
+      ->check(IntegerIn(1, 64))
+      ->capture_default_str();
+  app.add_option("--tokens-per-verify", tokens_per_verify,
+                 "AR+spec: mean tokens committed per verify forward, bonus token included")
+      ->check(FiniteAtLeast(1))
+      ->capture_default_str();
+  app.add_option("--overhead-ms", overhead_ms, "fixed cost per forward (launches, syncs), ms")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str();
+  app.add_option("--hardware-file", hardware_file,
+                 "a hardware table of the same schema instead of the built-in data/hardware.json");
+  app.add_option("-o,--output", output, "md (tables) or json")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
+  app.add_option("--svg", svg_dir, "write plan-<hardware>.svg (tokens/s against batch) here");
+}
+
+int PlanCommand::Run() const {
+  auto table = LoadHardwareTable(hardware_file);
+  if (!table.ok()) return Fail(table.status());
+  std::vector<plan::Hardware> hws;
+  for (const std::string& id : hardware) {
+    if (id == "all") {
+      hws = *table;
+      break;
+    }
+    auto hw = plan::FindHardware(*table, id);
+    if (!hw.ok()) return Fail(hw.status());
+    hws.push_back(*hw);
+  }
+  if (hws.empty()) return Fail(InvalidArgumentError("--hardware: no hardware given"));
+  for (size_t i = 1; i < batches.size(); ++i) {
+    if (batches[i] <= batches[i - 1]) {
+      return Fail(InvalidArgumentError("--batch: sizes must be ascending"));
+    }
+  }
+  if (batches.empty()) return Fail(InvalidArgumentError("--batch: no batch size given"));
+
+  PlanInputs in;
+  for (const std::string& spec : models) {
+    auto m = ResolveModel(spec);
+    if (!m.ok()) return Fail(m.status());
+    PlanModel& slot = m->config.is_diffusion() ? in.diffusion : in.ar;
+    if (!slot.name.empty()) {
+      return Fail(InvalidArgumentError("--model: give at most one diffusion and one AR model (" +
+                                       slot.name + " and " + m->name + ")"));
+    }
+    slot = *m;
+  }
+  if (in.diffusion.name.empty() && in.ar.name.empty()) {
+    return Fail(InvalidArgumentError("--model: no model given"));
+  }
+  CompleteModelPair(in);
+  in.workload = {prompt_length, gen_length};
+  in.batches = batches;
+  in.latency_target_ms = latency_target_ms;
+  in.engines = DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max,
+                                  tokens_per_verify);
+  for (const plan::EngineSpec& e : in.engines) {
+    if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return Fail(s);
+  }
+
+  nlohmann::json out_json = {{"assumptions", nlohmann::json::array()},
+                             {"hardware", nlohmann::json::array()}};
+  std::vector<std::string> assumptions = PlanAssumptions(in, dtype, overhead_ms);
+  for (const std::string& a : assumptions) out_json["assumptions"].push_back(a);
+  if (output == "md") {
+    std::printf("# unmask plan\n\nAssumptions:\n");
+    for (const std::string& a : assumptions) std::printf("- %s\n", a.c_str());
+  }
+  for (const plan::Hardware& hw : hws) {
+    auto rates = plan::RatesFor(hw, dtype, overhead_ms);
+    if (!rates.ok()) return Fail(rates.status());
+    const double price = price_per_hour > 0 ? price_per_hour : hw.price.typical;
+    auto report = ProjectPlan(in, *rates);
+    if (!report.ok()) return Fail(report.status());
+    if (output == "md") {
+      PrintPlanMarkdown(hw, *rates, dtype, price, price_per_hour > 0, in, *report);
+    } else {
+      out_json["hardware"].push_back(PlanJson(hw, *rates, dtype, price, in, *report));
+    }
+    if (!svg_dir.empty()) {
+      const std::string path = svg_dir + "/plan-" + hw.id + ".svg";
+      if (Status s = WriteSvg(PlanPlot(hw, dtype, in, *report), path); !s.ok()) return Fail(s);
+      std::fprintf(stderr, "wrote %s\n", path.c_str());
+    }
+  }
+  if (output == "json") {
+    std::printf("%s\n",
+                out_json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  return 0;
+}
+
+}  // namespace unmask::tools
