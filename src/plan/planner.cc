@@ -27,7 +27,8 @@ struct Costing {
         b * (model.ForwardKvBytes(positions, cached, writes_cache, machine.kv_bytes_per_element) +
              model.ForwardActivationBytes(positions, logit_rows,
                                           machine.activation_bytes_per_element));
-    const double t_compute = 1000.0 * flops / machine.flops_per_second;
+    const double t_compute =
+        1000.0 * flops / machine.FlopsAt(b * static_cast<double>(positions));
     const double t_memory = 1000.0 * bytes / machine.bytes_per_second;
     const double ms = std::max(t_compute, t_memory) + machine.overhead_ms;
     p->flops += flops;
@@ -94,6 +95,20 @@ void ProjectDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projec
 }
 
 }  // namespace
+
+double MachineRates::FlopsAt(double rows) const {
+  if (flops_curve.empty()) return flops_per_second;
+  if (rows <= flops_curve.front().first) return flops_curve.front().second;
+  if (rows >= flops_curve.back().first) return flops_curve.back().second;
+  for (size_t i = 1; i < flops_curve.size(); ++i) {
+    const auto [x1, y1] = flops_curve[i];
+    if (rows > x1) continue;
+    const auto [x0, y0] = flops_curve[i - 1];
+    const double f = (std::log2(rows) - std::log2(x0)) / (std::log2(x1) - std::log2(x0));
+    return y0 + f * (y1 - y0);
+  }
+  return flops_curve.back().second;
+}
 
 Status ValidateEngineSpec(const EngineSpec& e) {
   if (e.kind == EngineKind::kDiffusion) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -25,6 +26,13 @@ struct MachineRates {
   double weight_bytes_per_parameter = 2;  // bf16: 2, fp8: 1, f32: 4
   double kv_bytes_per_element = 2;        // KV cache dtype
   double activation_bytes_per_element = 2;
+  // Achievable compute rate against the rows of the forward's matrix products (positions fed,
+  // summed over the batch): measured (rows, FLOP/s) points in ascending rows, interpolated in
+  // log2(rows) and held constant beyond the ends. Empty: flops_per_second at every size (the GPU
+  // table's efficiency). A CPU runs a 16-row GEMM far below its large-GEMM peak.
+  std::vector<std::pair<double, double>> flops_curve;
+  // The compute rate for a forward of `rows` positions, FLOP/s.
+  double FlopsAt(double rows) const;
   double ridge() const {  // FLOP/byte where the compute and memory roofs meet
     return bytes_per_second > 0 ? flops_per_second / bytes_per_second : 0;
   }

@@ -1,5 +1,6 @@
 #include "common/roofline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
@@ -7,6 +8,7 @@
 
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "format/ggml_type.h"
 #include "ops/linear.h"
 
 namespace unmask::tools {
@@ -52,10 +54,11 @@ double NominalBandwidthGBs() {
   return 26.0;
 }
 
-double MeasureMemoryBandwidthGBs(int reps) {
-  constexpr int64_t kFloats = int64_t{64} << 20;  // 256 MiB
-  std::vector<float> buf(static_cast<size_t>(kFloats), 1.0f);
+double MeasureMemoryBandwidthGBs(int reps, int64_t bytes) {
   const int64_t chunks = 64;
+  // Whole chunks of 8 floats, at least one each.
+  const int64_t kFloats = std::max<int64_t>(bytes / 4 / (8 * chunks), 1) * 8 * chunks;
+  std::vector<float> buf(static_cast<size_t>(kFloats), 1.0f);
   std::vector<double> sums(static_cast<size_t>(chunks));
   double best = 1e30;
   for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
@@ -80,6 +83,39 @@ double MeasureMemoryBandwidthGBs(int reps) {
   volatile double sink = 0;
   for (double s : sums) sink = sink + s;
   return static_cast<double>(kFloats) * sizeof(float) / best / 1e9;
+}
+
+StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(
+    const gguf::GgufFile& file, WeightMode mode, const std::vector<int64_t>& rows, int reps) {
+  const gguf::TensorInfo* t = file.FindTensor("blk.0.ffn_up.weight");
+  if (t == nullptr || t->dims.size() < 2) {
+    return NotFoundError(file.path() + ": no 2-D blk.0.ffn_up.weight to time");
+  }
+  const auto dtype = gguf::ToDType(t->type);
+  if (!dtype) return InvalidArgumentError(file.path() + ": unsupported type of blk.0.ffn_up.weight");
+  const int64_t in = t->dims[0], out = t->dims[1];
+  const TensorView wv{const_cast<uint8_t*>(t->data), *dtype, Shape{out, in}};
+  UNMASK_ASSIGN_OR_RETURN(LinearWeight w,
+                          LinearWeight::Prepare(std::span<const TensorView>(&wv, 1), mode));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<std::pair<double, double>> curve;
+  for (int64_t m : rows) {
+    std::vector<float> x(static_cast<size_t>(m * in)), y(static_cast<size_t>(m * out));
+    for (float& v : x) v = u(rng);
+    const TensorView xv{x.data(), DType::kF32, Shape{m, in}};
+    const TensorView yv{y.data(), DType::kF32, Shape{m, out}};
+    UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));  // warm-up
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));
+      best = std::min(
+          best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    curve.emplace_back(static_cast<double>(m), 2.0 * static_cast<double>(m * in * out) / best);
+  }
+  return curve;
 }
 
 }  // namespace unmask::tools

@@ -44,13 +44,20 @@ Status WriteText(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-// The planner's view of this machine running `lm`: the measured rates, the model's resident
-// weight bytes (f32 prepacked or the file's dtype), f32 KV cache and activations.
-plan::MachineRates RatesOf(const LoadedModel& lm, const ArenaMachine& m, double overhead_ms) {
+// The planner's view of this machine running `lm`: with `measured` null, the peak rates (the
+// large-GEMM peak and main-memory bandwidth of this run, no overhead: the model as used for the
+// GPUs); else the model's measured rates. Weights in their resident bytes (f32 prepacked or the
+// file's dtype); f32 KV cache and activations.
+plan::MachineRates RatesOf(const LoadedModel& lm, const ArenaMachine& m,
+                           const ArenaModelRates* measured) {
   plan::MachineRates rates;
   rates.flops_per_second = m.gemm_gflops * 1e9;
   rates.bytes_per_second = m.bandwidth_gbs * 1e9;
-  rates.overhead_ms = overhead_ms;
+  if (measured != nullptr) {
+    rates.flops_curve = measured->gemm_curve;
+    rates.bytes_per_second = measured->bandwidth_gbs * 1e9;
+    rates.overhead_ms = measured->overhead_ms();
+  }
   rates.weight_bytes_per_parameter =
       static_cast<double>(lm.model->weight_bytes()) /
       static_cast<double>(std::max<int64_t>(lm.model->config().NumParameters(), 1));
@@ -58,14 +65,22 @@ plan::MachineRates RatesOf(const LoadedModel& lm, const ArenaMachine& m, double 
   return rates;
 }
 
-// The median time of a one-position forward of `lm` against its roofline time.
-StatusOr<ArenaOverhead> MeasureOverhead(const LoadedModel& lm, const std::string& name,
-                                        const ArenaMachine& m) {
+// This machine's rates for `lm` (see ArenaModelRates).
+StatusOr<ArenaModelRates> MeasureModelRates(const LoadedModel& lm, const std::string& name,
+                                            const ArenaMachine& m) {
+  ArenaModelRates h;
+  h.model = name;
+  h.weight_bytes = static_cast<double>(lm.model->weight_bytes());
+  h.bandwidth_gbs = MeasureMemoryBandwidthGBs(5, static_cast<int64_t>(h.weight_bytes));
+  std::vector<int64_t> rows;
+  for (int64_t r = 1; r <= 8192; r *= 2) rows.push_back(r);
+  UNMASK_ASSIGN_OR_RETURN(h.gemm_curve, MeasureGemmCurve(*lm.file, lm.weight_mode, rows));
+  // A one-position forward: measured, and its roofline time with the rates above.
   const ModelConfig& c = lm.model->config();
   const std::vector<int32_t> token = {0};
-  const std::vector<int32_t> rows = {0};
+  const std::vector<int32_t> logit_rows = {0};
   BatchPlan plan;
-  plan.sequences.push_back(SequenceInput{token, 0, rows});
+  plan.sequences.push_back(SequenceInput{token, 0, logit_rows});
   Workspace ws;
   Tensor logits(DType::kF32, {1, c.vocab_size});
   std::vector<double> ms;
@@ -75,26 +90,26 @@ StatusOr<ArenaOverhead> MeasureOverhead(const LoadedModel& lm, const std::string
     if (i >= 3) ms.push_back(fs.ms);
   }
   std::sort(ms.begin(), ms.end());
-  const plan::MachineRates rates = RatesOf(lm, m, 0);
-  const double weight_bytes =
-      rates.weight_bytes_per_parameter * static_cast<double>(c.NumParameters());
+  h.forward_ms = ms[ms.size() / 2];
+  const plan::MachineRates rates = RatesOf(lm, m, &h);
   const double flops = c.ForwardFlops(1, 1, c.is_diffusion());
   const double bytes =
-      weight_bytes + c.ForwardKvBytes(1, 0, false) + c.ForwardActivationBytes(1, 1);
-  ArenaOverhead h;
-  h.model = name;
-  h.forward_ms = ms[ms.size() / 2];
-  h.roofline_ms =
-      1000.0 * std::max(flops / rates.flops_per_second, bytes / rates.bytes_per_second);
+      h.weight_bytes + c.ForwardKvBytes(1, 0, false) + c.ForwardActivationBytes(1, 1);
+  h.roofline_ms = 1000.0 * std::max(flops / rates.FlopsAt(1), bytes / rates.bytes_per_second);
   return h;
 }
 
+struct Prediction {
+  double tokens_per_second = 0;
+  double ms_per_forward = 0;  // 0 when a model drafter's forwards are mixed in
+};
+
 // The planner's projection for this machine of one measured point (see ArenaMarkdown's note).
-StatusOr<double> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
+StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
                             const LoadedModel& target, const LoadedModel* drafter,
-                            const ArenaReport& r, double overhead_ms) {
+                            const ArenaReport& r, const ArenaModelRates* target_rates) {
   const ModelConfig& c = target.model->config();
-  const plan::MachineRates rates = RatesOf(target, r.machine, overhead_ms);
+  const plan::MachineRates rates = RatesOf(target, r.machine, target_rates);
   const double mean_tokens =
       static_cast<double>(measured.tokens) / static_cast<double>(std::max<int64_t>(measured.requests, 1));
   const int64_t canvas = (r.gen_length + r.block_length - 1) / r.block_length * r.block_length;
@@ -117,8 +132,12 @@ StatusOr<double> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
   const plan::EngineSpec spec = ArenaPlannerSpec(mode, r.block_length, k, draft_cost);
   UNMASK_ASSIGN_OR_RETURN(plan::Projection p, plan::Project(c, spec, w, rates, measured.batch));
   // Diffusion computes the whole canvas; the measurement counts the tokens returned.
-  return mode.diffusion ? p.tokens_per_second * mean_tokens / static_cast<double>(canvas)
-                        : p.tokens_per_second;
+  Prediction out;
+  out.tokens_per_second = mode.diffusion
+                              ? p.tokens_per_second * mean_tokens / static_cast<double>(canvas)
+                              : p.tokens_per_second;
+  if (draft_cost == 0 && p.forwards > 0) out.ms_per_forward = p.e2e_ms / p.forwards;
+  return out;
 }
 
 }  // namespace
@@ -312,15 +331,15 @@ int ArenaCommand::Run() const {
   std::fprintf(stderr, "arena: f32 GEMM %.1f GFLOP/s, memory read %.1f GB/s, %d threads\n",
                r.machine.gemm_gflops, r.machine.bandwidth_gbs, r.machine.threads);
 
-  // Each model's per-forward overhead on this machine (for the planner's second prediction).
-  std::map<const LoadedModel*, double> overhead;
+  // This machine's rates for each model (for the planner's second prediction).
+  std::map<const LoadedModel*, ArenaModelRates> measured_rates;
   for (const auto& [lm, name] : {std::pair{models.diffusion, r.diffusion_model},
                                  std::pair{models.ar, r.ar_model}}) {
     if (lm == nullptr) continue;
-    auto h = OnTemporaryThread([&] { return MeasureOverhead(*lm, name, r.machine); });
-    if (!h.ok()) return Fail(h.status().WithContext("timing a forward of " + name));
-    overhead[lm] = h->overhead_ms();
-    r.overheads.push_back(*h);
+    auto h = OnTemporaryThread([&] { return MeasureModelRates(*lm, name, r.machine); });
+    if (!h.ok()) return Fail(h.status().WithContext("measuring the rates of " + name));
+    measured_rates[lm] = *h;
+    r.model_rates.push_back(*h);
   }
 
   // The points.
@@ -395,11 +414,15 @@ int ArenaCommand::Run() const {
     const LoadedModel* drafter = mode->drafter == ArenaDrafter::kModel       ? models.draft
                                  : mode->drafter == ArenaDrafter::kDiffusion ? models.diffusion
                                                                              : nullptr;
-    auto roofline = PredictTps(*mode, row, target, drafter, r, 0);
-    auto tps = PredictTps(*mode, row, target, drafter, r, overhead[&target]);
-    if (!tps.ok()) return Fail(tps.status().WithContext("planner for " + row.mode));
-    r.validation.push_back(
-        {row.mode, row.batch, row.tokens_per_second, *roofline, *tps, row.forward_share});
+    auto roofline = PredictTps(*mode, row, target, drafter, r, nullptr);
+    auto tps = PredictTps(*mode, row, target, drafter, r, &measured_rates[&target]);
+    if (!roofline.ok() || !tps.ok()) {
+      return Fail((roofline.ok() ? tps.status() : roofline.status())
+                      .WithContext("planner for " + row.mode));
+    }
+    r.validation.push_back({row.mode, row.batch, row.tokens_per_second,
+                            roofline->tokens_per_second, tps->tokens_per_second, row.forward_share,
+                            row.ms_per_forward, tps->ms_per_forward});
   }
   r.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

@@ -86,6 +86,8 @@ ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine&
   row.usd_per_million_tokens = plan::UsdPerMillionTokens(machine.price_per_hour,
                                                          row.tokens_per_second);
   row.forward_share = p.wall_ms > 0 ? p.totals.forward_ms / p.wall_ms : 0;
+  row.ms_per_forward =
+      p.totals.forwards > 0 ? p.totals.forward_ms / static_cast<double>(p.totals.forwards) : 0;
   row.tokens_per_dollar = machine.price_per_hour > 0
                               ? row.tokens_per_second * 3600.0 / machine.price_per_hour
                               : 0.0;
@@ -163,25 +165,57 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   }
   if (!r.validation.empty()) {
     o += "\n## Planner against measurement (this machine)\n\n"
-         "| mode | batch | measured tokens/s | roofline only | error | + measured overhead | "
-         "error | time in forwards |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+         "| mode | batch | measured tokens/s | roofline (peak rates) | error | roofline (measured "
+         "rates) | error | time in forwards | ms per forward: measured / roofline |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const ArenaValidation& v : r.validation) {
-      o += Printf("| %s | %lld | %.1f | %.1f | %+.0f%% | %.1f | %+.0f%%%s | %.0f%% |\n",
+      o += Printf("| %s | %lld | %.1f | %.1f | %+.0f%% | %.1f | %+.0f%%%s | %.0f%% | %s |\n",
                   v.mode.c_str(), static_cast<long long>(v.batch), v.measured_tps,
                   v.roofline_tps, 100 * v.roofline_error(), v.predicted_tps, 100 * v.error(),
-                  std::fabs(v.error()) <= 0.3 ? "" : " (over 30%)", 100 * v.forward_share);
+                  std::fabs(v.error()) <= 0.3 ? "" : " (over 30%)", 100 * v.forward_share,
+                  v.predicted_ms_per_forward > 0
+                      ? Printf("%.3f / %.3f", v.ms_per_forward, v.predicted_ms_per_forward).c_str()
+                      : "-");
     }
-    o += "\nThe planner (`unmask plan`'s roofline model) with this run's measured GEMM peak and "
-         "bandwidth, the models' resident weight bytes, f32 KV cache and activations, and the "
-         "measured tokens per forward / per verify of each mode; \"roofline only\" has no "
-         "per-forward overhead (as the GPU projections), \"+ measured overhead\" adds each "
-         "model's (below). \"time in forwards\": the share of the run's wall time inside the "
-         "target model's forwards; the rest (decoding, sampling, the engine loop, the drafter) "
-         "is outside the roofline.\n\n| model | one-position forward ms | its roofline ms | "
-         "overhead ms |\n|---|---:|---:|---:|\n";
-    for (const ArenaOverhead& h : r.overheads) {
-      o += Printf("| %s | %.3f | %.3f | %.3f |\n", h.model.c_str(), h.forward_ms, h.roofline_ms,
-                  h.overhead_ms());
+    // Where the model misses, what the measurement says about why.
+    double over = 0, fwd_ratio = 0, outside = 0;
+    for (const ArenaValidation& v : r.validation) {
+      if (std::fabs(v.error()) <= 0.3 || v.predicted_ms_per_forward <= 0) continue;
+      over += 1;
+      fwd_ratio += v.ms_per_forward / v.predicted_ms_per_forward;
+      outside += 1 - v.forward_share;
+    }
+    if (over > 0) {
+      o += Printf(
+          "\nWhere the error exceeds 30%% (%.0f rows with comparable forwards): a forward took "
+          "%.2fx its roofline time on average (the roofline counts matrix products only: "
+          "attention softmax, norms, RoPE, activations and the many small ops of a small model "
+          "are not in it), and %.0f%% of the wall time was spent outside the forwards (commit "
+          "rules and argmax over the vocabulary for every logit row, the engine loop, text "
+          "assembly).\n",
+          over, fwd_ratio / over, 100 * outside / over);
+    }
+    o += "\nBoth predictions are `unmask plan`'s roofline model with the measured tokens per "
+         "forward (diffusion) or per verify forward (speculation) of each mode, the models' "
+         "resident weight bytes and f32 KV cache and activations. \"Peak rates\" is the model "
+         "as used for the GPUs: the large-GEMM peak and the main-memory bandwidth measured above, "
+         "no overhead. \"Measured rates\" uses what this machine does for each model (below): "
+         "the GEMM rate at the forward's number of rows on the model's own weight matrix, the "
+         "read bandwidth at the size of its weights, and its per-forward overhead. \"Time in "
+         "forwards\": the share of the wall time inside the target model's forwards; the rest "
+         "(decoders, sampling, the engine loop, a model drafter) is outside any roofline.\n\n"
+         "| model | weights MB | bandwidth at that size GB/s | GEMM GFLOP/s at 1 / 16 / 128 / "
+         "1024 rows | one-position forward ms | its roofline ms | overhead ms |\n"
+         "|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const ArenaModelRates& h : r.model_rates) {
+      auto at = [&](double n) {
+        plan::MachineRates curve;
+        curve.flops_curve = h.gemm_curve;
+        return curve.FlopsAt(n) / 1e9;
+      };
+      o += Printf("| %s | %.1f | %.1f | %.1f / %.1f / %.1f / %.1f | %.3f | %.3f | %.3f |\n",
+                  h.model.c_str(), h.weight_bytes / 1e6, h.bandwidth_gbs, at(1), at(16), at(128),
+                  at(1024), h.forward_ms, h.roofline_ms, h.overhead_ms());
     }
   }
   if (!r.notes.empty()) {
@@ -215,7 +249,8 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
                     {"roofline_fraction", w.roofline_fraction},
                     {"usd_per_million_tokens", w.usd_per_million_tokens},
                     {"tokens_per_dollar", w.tokens_per_dollar},
-                    {"forward_share", w.forward_share}});
+                    {"forward_share", w.forward_share},
+                    {"ms_per_forward", w.ms_per_forward}});
   }
   for (const ArenaQuality& q : r.quality) {
     quality.push_back({{"mode", q.mode},
@@ -231,14 +266,21 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
                           {"roofline_relative_error", v.roofline_error()},
                           {"predicted_tokens_per_second", v.predicted_tps},
                           {"relative_error", v.error()},
-                          {"forward_share", v.forward_share}});
+                          {"forward_share", v.forward_share},
+                          {"ms_per_forward", v.ms_per_forward},
+                          {"predicted_ms_per_forward", v.predicted_ms_per_forward}});
   }
-  nlohmann::json overheads = nlohmann::json::array();
-  for (const ArenaOverhead& h : r.overheads) {
-    overheads.push_back({{"model", h.model},
-                         {"forward_ms", h.forward_ms},
-                         {"roofline_ms", h.roofline_ms},
-                         {"overhead_ms", h.overhead_ms()}});
+  nlohmann::json model_rates = nlohmann::json::array();
+  for (const ArenaModelRates& h : r.model_rates) {
+    nlohmann::json curve = nlohmann::json::array();
+    for (const auto& [n, flops] : h.gemm_curve) curve.push_back({n, flops / 1e9});
+    model_rates.push_back({{"model", h.model},
+                           {"weight_bytes", h.weight_bytes},
+                           {"bandwidth_gbs", h.bandwidth_gbs},
+                           {"gemm_gflops_by_rows", curve},
+                           {"one_position_forward_ms", h.forward_ms},
+                           {"one_position_roofline_ms", h.roofline_ms},
+                           {"overhead_ms", h.overhead_ms()}});
   }
   const int64_t x = r.Crossover();
   return {{"machine",
@@ -261,7 +303,7 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
           {"rows", rows},
           {"quality", quality},
           {"validation", validation},
-          {"overheads", overheads},
+          {"model_rates", model_rates},
           {"crossover_batch", x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x)},
           {"notes", r.notes},
           {"elapsed_s", r.elapsed_s}};

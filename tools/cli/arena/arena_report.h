@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/arena/arena_modes.h"
@@ -22,12 +23,18 @@ struct ArenaMachine {
   std::string backend;
 };
 
-// Per-forward overhead of a model on this machine: the median time of a one-position forward
-// minus its roofline time (launch-like costs: thread synchronisation per op, small kernels).
-struct ArenaOverhead {
+// What the planner needs to know about this machine running one model, measured in the run:
+// the GEMM rate against rows on the model's own weight matrix (roofline.h MeasureGemmCurve), the
+// read bandwidth at the size of its resident weights (a small model's weights stay in cache), and
+// the per-forward overhead: the median one-position forward minus its roofline time (thread
+// synchronisation per op, small kernels).
+struct ArenaModelRates {
   std::string model;
+  double weight_bytes = 0;
+  double bandwidth_gbs = 0;  // reading a buffer of weight_bytes
+  std::vector<std::pair<double, double>> gemm_curve;  // (rows, FLOP/s)
   double forward_ms = 0;   // measured one-position forward, median
-  double roofline_ms = 0;  // its roofline time
+  double roofline_ms = 0;  // its roofline time with the curve and bandwidth above
   double overhead_ms() const { return forward_ms > roofline_ms ? forward_ms - roofline_ms : 0; }
 };
 
@@ -48,7 +55,8 @@ struct ArenaRow {
   double roofline_fraction = 0;  // achieved FLOP/s over min(GEMM peak, intensity x bandwidth)
   double usd_per_million_tokens = 0;
   double tokens_per_dollar = 0;
-  double forward_share = 0;  // of the wall time spent inside Model::Forward (target model)
+  double forward_share = 0;   // of the wall time spent inside Model::Forward (target model)
+  double ms_per_forward = 0;  // mean wall time of one target forward
 };
 
 // Summarizes a run (latencies from RequestStats; FLOPs and bytes from the forwards).
@@ -65,9 +73,11 @@ struct ArenaValidation {
   std::string mode;
   int64_t batch = 0;
   double measured_tps = 0;
-  double roofline_tps = 0;    // the planner with no per-forward overhead (as for the GPUs)
-  double predicted_tps = 0;   // the planner with this machine's measured per-forward overhead
+  double roofline_tps = 0;   // the planner as for the GPUs: large-GEMM peak, DRAM bandwidth
+  double predicted_tps = 0;  // with this machine's measured rates for the model (ArenaModelRates)
   double forward_share = 0;   // of the run's wall time spent inside Model::Forward
+  double ms_per_forward = 0;  // measured, target model
+  double predicted_ms_per_forward = 0;  // with measured rates (0: not comparable, a model drafter)
   double error() const { return measured_tps > 0 ? predicted_tps / measured_tps - 1 : 0; }
   double roofline_error() const { return measured_tps > 0 ? roofline_tps / measured_tps - 1 : 0; }
 };
@@ -81,7 +91,7 @@ struct ArenaReport {
   std::vector<ArenaRow> rows;
   std::vector<ArenaQuality> quality;
   std::vector<ArenaValidation> validation;
-  std::vector<ArenaOverhead> overheads;
+  std::vector<ArenaModelRates> model_rates;
   std::vector<std::string> notes;
   double elapsed_s = 0;
   // The first batch at which the best AR mode's tokens/s reaches the best diffusion mode's (the

@@ -1,0 +1,143 @@
+// `unmask plan` and `unmask bench arena` from the command line: the reports, their files, and
+// one-line errors for bad input.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "e2e/cli_runner.h"
+#include "test_util.h"
+
+namespace unmask {
+namespace {
+
+using testing::RunUnmask;
+
+std::string Twin(const char* kind) {
+  return testing::SourceDir() + "/models/unmask-tinystories-" + kind + ".gguf";
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void ExpectOneLineError(const testing::CliResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+TEST(PlanCliTest, DefaultReportPrintsAssumptionsTablesAndTheCrossover) {
+  const auto r = RunUnmask("plan");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"Assumptions:", "## h100-sxm", "## h200", "| batch |", "winner",
+                        "diffusion-fast", "ar+spec", "$/M tokens", "llada-8b", "llama-3-8b"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+  EXPECT_TRUE(r.out.find("AR catches up") != std::string::npos ||
+              r.out.find("AR is ahead") != std::string::npos ||
+              r.out.find("Diffusion stays ahead") != std::string::npos);
+}
+
+TEST(PlanCliTest, JsonSvgAndAGgufModel) {
+  const std::string dir = testing::TempDir() + "/plan_svg";
+  std::filesystem::create_directories(dir);
+  const auto r = RunUnmask("plan -o json --hardware cpu,l4 --model " + Twin("llada") +
+                           " --batch 1,4,16 -n 64 --prompt-length 32 --svg " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j["hardware"].size(), 2u);
+  EXPECT_EQ(j["hardware"][0]["id"], "cpu");
+  EXPECT_EQ(j["hardware"][0]["rows"].size(), 4u * 3u);  // 4 engines x 3 batch sizes
+  EXPECT_EQ(j["hardware"][0]["ar_model"], "unmask-tinystories-llada-as-ar");
+  for (const auto& row : j["hardware"][1]["rows"]) {
+    EXPECT_GT(row["tokens_per_second"].get<double>(), 0);
+    EXPECT_GT(row["arithmetic_intensity"].get<double>(), 0);
+  }
+  bool noted = false;
+  for (const auto& a : j["assumptions"]) noted |= a.get<std::string>().find("causal") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_EQ(Slurp(dir + "/plan-l4.svg").rfind("<svg", 0), 0u);
+  EXPECT_EQ(Slurp(dir + "/plan-cpu.svg").rfind("<svg", 0), 0u);
+}
+
+TEST(PlanCliTest, BadInputIsAOneLineError) {
+  ExpectOneLineError(RunUnmask("plan --hardware tpu-v9"), "unknown hardware 'tpu-v9' (known:");
+  ExpectOneLineError(RunUnmask("plan --model gpt-5"), "unknown model 'gpt-5'");
+  ExpectOneLineError(RunUnmask("plan --batch 4,2"), "ascending");
+  ExpectOneLineError(RunUnmask("plan --hardware a100 --dtype fp8"), "a100 has no fp8 peak");
+  ExpectOneLineError(RunUnmask("plan --fast-tokens-per-forward 64"), "tokens_per_forward");
+  ExpectOneLineError(RunUnmask("plan --tokens-per-verify 9"), "tokens_per_verify");
+  ExpectOneLineError(RunUnmask("plan --model llada-8b,dream-7b"), "at most one diffusion");
+  ExpectOneLineError(RunUnmask("plan --model /nonexistent.gguf"), "/nonexistent.gguf");
+  const std::string bad = testing::TempDir() + "/bad_hardware.json";
+  std::ofstream(bad) << R"({"hardware": [{"id": "x"}]})";
+  ExpectOneLineError(RunUnmask("plan --hardware-file " + bad), "'name' must be");
+  const auto flag = RunUnmask("plan --batch 0");
+  EXPECT_EQ(flag.exit_code, 2) << flag.err;
+}
+
+TEST(ArenaCliTest, SmallArenaWritesJsonMarkdownAndPlots) {
+  UNMASK_REQUIRE_SHARED_DATA(corpus, "corpus/tinystories_train_head_944k.txt");
+  const std::string dir = testing::TempDir() + "/arena_small";
+  std::filesystem::remove_all(dir);
+  const auto r = RunUnmask("bench arena --modes ar,ar+draft,diffusion-exact --batch 1,2 "
+                           "--min-requests 2 -n 32 --prompt-length 16 -t 1 --out " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# unmask bench arena"), std::string::npos);
+  EXPECT_NE(r.err.find("arena: wrote"), std::string::npos);
+  const auto j = nlohmann::json::parse(Slurp(dir + "/arena.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["rows"].size(), 5u);  // ar x 2 batches, ar+draft at batch 1, exact x 2
+  for (const auto& row : j["rows"]) {
+    EXPECT_GT(row["tokens_per_second"].get<double>(), 0) << row;
+    EXPECT_GT(row["arithmetic_intensity"].get<double>(), 0) << row;
+    EXPECT_GT(row["tokens_per_dollar"].get<double>(), 0) << row;
+    EXPECT_GE(row["requests"].get<int>(), 2) << row;
+  }
+  EXPECT_EQ(j["quality"].size(), 3u);
+  for (const auto& q : j["quality"]) EXPECT_GT(q["judge_ppl"].get<double>(), 1.0);
+  EXPECT_EQ(j["validation"].size(), 3u);  // batch 1 of each mode (batch 16 not run)
+  EXPECT_GT(j["machine"]["gemm_peak_gflops"].get<double>(), 0);
+  EXPECT_GT(j["machine"]["bandwidth_gbs"].get<double>(), 0);
+  EXPECT_EQ(j["model_rates"].size(), 2u);
+  EXPECT_EQ(Slurp(dir + "/arena.md"), r.out);
+  EXPECT_EQ(Slurp(dir + "/arena-throughput.svg").rfind("<svg", 0), 0u);
+  EXPECT_EQ(Slurp(dir + "/arena-latency.svg").rfind("<svg", 0), 0u);
+}
+
+TEST(ArenaCliTest, BadInputIsAOneLineError) {
+  const std::string out = " --out " + testing::TempDir() + "/arena_bad";
+  ExpectOneLineError(RunUnmask("bench arena --modes ar,warp-drive" + out),
+                     "unknown arena mode 'warp-drive'");
+  ExpectOneLineError(RunUnmask("bench arena --batch 4,2" + out), "ascending");
+  ExpectOneLineError(RunUnmask("bench arena --modes diffusion-exact --diffusion-model " +
+                               Twin("ar") + out),
+                     "is not a diffusion model");
+  setenv("UNMASK_CORPUS", "/nonexistent/corpus.txt", 1);
+  ExpectOneLineError(RunUnmask("bench arena --modes ar" + out), "--prompts");
+  unsetenv("UNMASK_CORPUS");
+  const std::string bad = testing::TempDir() + "/bad_prompts.jsonl";
+  std::ofstream(bad) << "{\"prompt\": \"ok\"}\nnot json\n";
+  ExpectOneLineError(RunUnmask("bench arena --modes ar --prompts " + bad + out),
+                     "bad_prompts.jsonl:2");
+  const std::string prompts = testing::TempDir() + "/prompts.txt";
+  std::ofstream(prompts) << "Once upon a time there was a cat who liked to sleep all day long.\n";
+  ExpectOneLineError(RunUnmask("bench arena --modes diffusion-exact --prompts " + prompts +
+                               " --prompt-length 8 -n 256" + out),
+                     "context");
+  ExpectOneLineError(RunUnmask("bench arena --modes ar --prompts " + prompts +
+                               " --prompt-length 500" + out),
+                     "--prompt-length");
+}
+
+}  // namespace
+}  // namespace unmask
