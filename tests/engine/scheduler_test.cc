@@ -145,10 +145,22 @@ TEST(SchedulerTest, ArContinuousBatchingMatchesSoloRuns) {
     EXPECT_TRUE(o.done.finish == FinishReason::kLength || o.done.finish == FinishReason::kStop);
     EXPECT_GT(o.done.stats.nfe, 0);
     EXPECT_LE(o.done.stats.completion_tokens, reqs[i].max_tokens);
+    // The returned tokens come with the last event, and decode to the text.
+    EXPECT_EQ(static_cast<int64_t>(o.done.output_ids.size()), o.done.stats.completion_tokens);
+    EXPECT_EQ(Twin("ar").tokenizer->Decode(o.done.output_ids, true), o.text);
+    EXPECT_TRUE(streams[i]->WaitFinished(0ms));
   }
   // The four requests shared forwards: fewer forwards than the sum of their own.
   const double forwards = metrics.Value("forward_passes_total", {"ar", "ar"});
   EXPECT_LT(forwards, 8 + 17 + 26 + 35);
+  // The load's totals count the same forwards (not the two timing forwards of AddModel).
+  const EngineLoad load = s.Load(*index);
+  EXPECT_EQ(load.totals.forwards, static_cast<int64_t>(forwards));
+  EXPECT_EQ(static_cast<double>(load.totals.positions),
+            metrics.Value("forward_positions_total", {"ar", "ar"}));
+  EXPECT_GT(load.totals.flops, 0);
+  EXPECT_GT(load.totals.bytes, 0);
+  EXPECT_GT(load.totals.forward_ms, 0);
   EXPECT_EQ(metrics.Value("requests_total", {"ar", "ar", "length"}) +
                 metrics.Value("requests_total", {"ar", "ar", "stop"}),
             4);

@@ -56,10 +56,12 @@ int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string
   args.blas = cmd.blas_list.front();
   if (Status s = args.InitBackend(); !s.ok()) return Fail(s);
   const double bandwidth = MeasureMemoryBandwidthGBs();
+  auto gemm_peak = MeasureGemmPeakGflops();
+  if (!gemm_peak.ok()) return Fail(gemm_peak.status());
   auto kv = m.MakeKvCache(1);
   if (!kv.ok()) return Fail(kv.status());
   Workspace ws;
-  std::vector<double> decode_tps, prefill_tps;
+  std::vector<double> decode_tps, prefill_tps, intensity;
   ProgressLine progress("bench");
   for (int r = 0; r <= cmd.reps; ++r) {  // r == 0: warm-up
     ArParams p;
@@ -79,6 +81,7 @@ int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string
     if (r == 0) continue;
     decode_tps.push_back(st->decode_tokens_per_second());
     prefill_tps.push_back(1000.0 * static_cast<double>(prompt.size()) / st->prefill_ms);
+    intensity.push_back(st->arithmetic_intensity());
   }
   progress.Finish();
   const MeanSd dec = Summarize(decode_tps), pre = Summarize(prefill_tps);
@@ -108,6 +111,8 @@ int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string
         {"weight_gb_per_second", achieved},
         {"measured_bandwidth_gb_per_second", bandwidth},
         {"fraction_of_bandwidth", achieved / bandwidth},
+        {"gemm_peak_gflops", *gemm_peak},
+        {"arithmetic_intensity", Summarize(intensity).mean},
         {"vs_reference", cmd.reference_tps > 0 ? nlohmann::json(dec.mean / cmd.reference_tps)
                                                : nlohmann::json(nullptr)},
         {"reps", cmd.reps}};
@@ -130,7 +135,12 @@ int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string
               100.0 * achieved / bandwidth);
   if (with_ref)
     std::printf(" %.2fx (%.1f tok/s) |", dec.mean / cmd.reference_tps, cmd.reference_tps);
-  std::printf("\n\nbackend: %s\n", cpu::DescribeCpuBackend().c_str());
+  std::printf(
+      "\n\narithmetic intensity: %.2f FLOP/byte over the run (prefill included; FLOPs / bytes "
+      "of weights, KV cache and activations)\nmachine (this run): GEMM peak %.1f GFLOP/s (f32, "
+      "prepacked), memory read %.1f GB/s -> ridge %.1f FLOP/byte\nbackend: %s\n",
+      Summarize(intensity).mean, *gemm_peak, bandwidth, *gemm_peak / bandwidth,
+      cpu::DescribeCpuBackend().c_str());
   return 0;
 }
 

@@ -99,6 +99,9 @@ int BenchCommand::Run() const {
   }
 
   if (!m.config().is_diffusion()) return RunArBench(*this, lm, path, prompt);
+  // The machine's memory roofline, measured now (the GEMM peak is measured per row below, with
+  // that row's library).
+  const double bandwidth = MeasureMemoryBandwidthGBs();
 
   std::vector<Row> rows;
   for (const std::string& blas : blas_list) {
@@ -171,6 +174,7 @@ int BenchCommand::Run() const {
           {"gemm_peak_gflops", r.gemm_peak},
           {"fraction_of_gemm_peak", r.gflops.mean / r.gemm_peak},
           {"fraction_of_fma_peak", r.gflops.mean / nominal},
+          {"measured_bandwidth_gb_per_second", bandwidth},
           {"arithmetic_intensity", r.intensity},
           {"vs_baseline", r.tps.mean / rows[0].tps.mean},
           {"vs_reference", reference_tps > 0 ? nlohmann::json(r.tps.mean / reference_tps)
@@ -208,6 +212,10 @@ int BenchCommand::Run() const {
       "\narithmetic intensity: %.1f FLOP/byte (FLOPs / bytes of weights, KV cache and "
       "activations moved per forward)\n",
       rows.empty() ? 0.0 : rows[0].intensity);
+  std::printf(
+      "machine (this run): GEMM peak %.1f GFLOP/s (f32, prepacked, %s), memory read %.1f GB/s "
+      "-> ridge %.1f FLOP/byte\n",
+      rows[0].gemm_peak, rows[0].blas.c_str(), bandwidth, rows[0].gemm_peak / bandwidth);
   std::printf("\nbackends: ");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::printf("%s%s", i ? "; " : "", rows[i].backend.c_str());

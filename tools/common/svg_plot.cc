@@ -41,7 +41,7 @@ std::string Tick(double v) {
   const double a = std::fabs(v);
   if (a >= 1e6) {
     std::snprintf(buf, sizeof(buf), "%.3gM", v / 1e6);
-  } else if (a >= 1e4) {
+  } else if (a >= 1e3) {
     std::snprintf(buf, sizeof(buf), "%.3gk", v / 1e3);
   } else {
     std::snprintf(buf, sizeof(buf), "%.3g", v);

@@ -311,8 +311,8 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
 
 LinePlot ArenaThroughputPlot(const ArenaReport& r) {
   LinePlot plot;
-  plot.title = "arena: output tokens/s against batch size (" + r.machine.backend.substr(0, 40) +
-               ", " + std::to_string(r.machine.threads) + " threads)";
+  plot.title = "arena: output tokens/s against batch size (this machine, " +
+               std::to_string(r.machine.threads) + " threads)";
   plot.x_label = "batch size (concurrent requests)";
   plot.y_label = "output tokens/s";
   plot.log_x = plot.log_y = true;
