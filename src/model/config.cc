@@ -107,8 +107,9 @@ double ModelConfig::ForwardActivationBytes(int64_t num_positions, int64_t num_lo
   // gate/up (d + 2f), activation (2f + f), down projection (f + d), residual add (2d).
   const double per = 2 * d + (d + q + 2 * kv) + q + (q + d) + 2 * d + 2 * d + (d + 2 * f) + 3 * f +
                      (f + d) + 2 * d;
-  return element_bytes * (static_cast<double>(num_positions) * static_cast<double>(num_layers) * per +
-                static_cast<double>(num_logit_rows) * static_cast<double>(vocab_size));
+  return element_bytes *
+         (static_cast<double>(num_positions) * static_cast<double>(num_layers) * per +
+          static_cast<double>(num_logit_rows) * static_cast<double>(vocab_size));
 }
 
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {

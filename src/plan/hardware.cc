@@ -81,8 +81,7 @@ StatusOr<Hardware> ParseEntry(const json& e, const std::string& where0) {
 
 }  // namespace
 
-StatusOr<std::vector<Hardware>> ParseHardwareTable(std::string_view text,
-                                                    std::string_view origin) {
+StatusOr<std::vector<Hardware>> ParseHardwareTable(std::string_view text, std::string_view origin) {
   const std::string o(origin);
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgumentError(o + ": not valid JSON");
@@ -91,8 +90,8 @@ StatusOr<std::vector<Hardware>> ParseHardwareTable(std::string_view text,
   }
   std::vector<Hardware> table;
   for (size_t i = 0; i < doc.at("hardware").size(); ++i) {
-    UNMASK_ASSIGN_OR_RETURN(Hardware h, ParseEntry(doc.at("hardware")[i],
-                                                   o + ": hardware[" + std::to_string(i) + "]"));
+    UNMASK_ASSIGN_OR_RETURN(
+        Hardware h, ParseEntry(doc.at("hardware")[i], o + ": hardware[" + std::to_string(i) + "]"));
     for (const Hardware& other : table) {
       if (other.id == h.id) return InvalidArgumentError(o + ": duplicate id '" + h.id + "'");
     }
@@ -125,8 +124,8 @@ StatusOr<MachineRates> RatesFor(const Hardware& hw, std::string_view dtype, doub
   if (it == hw.peak_tflops.end()) {
     std::string have;
     for (const auto& [d, v] : hw.peak_tflops) have += (have.empty() ? "" : ", ") + d;
-    return InvalidArgumentError(hw.id + " has no " + std::string(dtype) + " peak (it has: " +
-                                have + ")");
+    return InvalidArgumentError(hw.id + " has no " + std::string(dtype) + " peak (it has: " + have +
+                                ")");
   }
   MachineRates r;
   r.flops_per_second = it->second * 1e12 * hw.compute_efficiency;

@@ -19,9 +19,9 @@ struct PriceRange {
 };
 
 struct Hardware {
-  std::string id;    // "h100-sxm", "h200", "a100", "l4", "cpu"
-  std::string name;  // "NVIDIA H100 SXM5 80GB"
-  std::string kind;  // "gpu" | "cpu"
+  std::string id;                             // "h100-sxm", "h200", "a100", "l4", "cpu"
+  std::string name;                           // "NVIDIA H100 SXM5 80GB"
+  std::string kind;                           // "gpu" | "cpu"
   std::map<std::string, double> peak_tflops;  // dense, per dtype ("bf16", "fp8", "f16", "f32")
   double memory_bandwidth_gbs = 0;            // GB/s (1e9 bytes/s)
   double memory_gb = 0;

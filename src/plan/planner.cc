@@ -27,8 +27,7 @@ struct Costing {
         b * (model.ForwardKvBytes(positions, cached, writes_cache, machine.kv_bytes_per_element) +
              model.ForwardActivationBytes(positions, logit_rows,
                                           machine.activation_bytes_per_element));
-    const double t_compute =
-        1000.0 * flops / machine.FlopsAt(b * static_cast<double>(positions));
+    const double t_compute = 1000.0 * flops / machine.FlopsAt(b * static_cast<double>(positions));
     const double t_memory = 1000.0 * bytes / machine.bytes_per_second;
     const double ms = std::max(t_compute, t_memory) + machine.overhead_ms;
     p->flops += flops;
@@ -58,9 +57,9 @@ void ProjectAr(const EngineSpec& e, const Workload& w, Costing& c, Projection& p
     produced += per_forward;
     target_forwards += 1;
   }
-  p.forwards = target_forwards + (spec && e.draft_cost > 0
-                                      ? static_cast<double>(e.draft_max) * (target_forwards - 1)
-                                      : 0.0);
+  p.forwards =
+      target_forwards +
+      (spec && e.draft_cost > 0 ? static_cast<double>(e.draft_max) * (target_forwards - 1) : 0.0);
   p.tokens_per_forward = static_cast<double>(gen) / target_forwards;
 }
 
@@ -68,8 +67,8 @@ void ProjectDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projec
   const int64_t n = e.block_length;
   const int64_t blocks = (w.gen_length + n - 1) / n;
   const int64_t canvas = w.prompt_length + blocks * n;
-  const auto per_block = static_cast<int64_t>(std::ceil(static_cast<double>(n) /
-                                                        e.tokens_per_forward - 1e-9));
+  const auto per_block =
+      static_cast<int64_t>(std::ceil(static_cast<double>(n) / e.tokens_per_forward - 1e-9));
   double forwards = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t start = w.prompt_length + b * n;
@@ -115,9 +114,9 @@ Status ValidateEngineSpec(const EngineSpec& e) {
     if (e.block_length < 1) return InvalidArgumentError("block_length must be >= 1");
     if (!(e.tokens_per_forward >= 1.0 &&
           e.tokens_per_forward <= static_cast<double>(e.block_length))) {
-      return InvalidArgumentError(
-          "tokens_per_forward must be in [1, block_length] (got " +
-          std::to_string(e.tokens_per_forward) + ", block " + std::to_string(e.block_length) + ")");
+      return InvalidArgumentError("tokens_per_forward must be in [1, block_length] (got " +
+                                  std::to_string(e.tokens_per_forward) + ", block " +
+                                  std::to_string(e.block_length) + ")");
     }
   }
   if (e.kind == EngineKind::kArSpeculative) {
@@ -135,8 +134,7 @@ Status ValidateEngineSpec(const EngineSpec& e) {
 }
 
 StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
-                             const Workload& workload, const MachineRates& machine,
-                             int64_t batch) {
+                             const Workload& workload, const MachineRates& machine, int64_t batch) {
   UNMASK_RETURN_IF_ERROR(ValidateEngineSpec(engine));
   if (workload.prompt_length < 1 || workload.gen_length < 1) {
     return InvalidArgumentError("prompt and output lengths must be >= 1");
@@ -167,9 +165,9 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
     ProjectAr(engine, workload, c, p);
   }
   p.e2e_ms = c.total_ms;
-  p.tpot_ms = workload.gen_length > 1 ? (p.e2e_ms - p.ttft_ms) /
-                                            static_cast<double>(workload.gen_length - 1)
-                                      : 0.0;
+  p.tpot_ms = workload.gen_length > 1
+                  ? (p.e2e_ms - p.ttft_ms) / static_cast<double>(workload.gen_length - 1)
+                  : 0.0;
   p.tokens_per_second =
       1000.0 * static_cast<double>(batch * workload.gen_length) / std::max(p.e2e_ms, 1e-12);
   p.compute_bound_fraction = c.total_ms > 0 ? c.compute_ms / c.total_ms : 0;

@@ -19,10 +19,10 @@ namespace unmask::plan {
 
 // What a machine can do, as the planner uses it (hardware.h turns a table entry into this).
 struct MachineRates {
-  double flops_per_second = 0;    // achievable dense GEMM rate (peak x efficiency), FLOP/s
-  double bytes_per_second = 0;    // achievable memory read rate, bytes/s
-  double overhead_ms = 0;         // fixed cost per forward (launches, synchronisation), ms
-  double memory_bytes = 0;        // capacity for weights + KV caches, bytes (0: unlimited)
+  double flops_per_second = 0;            // achievable dense GEMM rate (peak x efficiency), FLOP/s
+  double bytes_per_second = 0;            // achievable memory read rate, bytes/s
+  double overhead_ms = 0;                 // fixed cost per forward (launches, synchronisation), ms
+  double memory_bytes = 0;                // capacity for weights + KV caches, bytes (0: unlimited)
   double weight_bytes_per_parameter = 2;  // bf16: 2, fp8: 1, f32: 4
   double kv_bytes_per_element = 2;        // KV cache dtype
   double activation_bytes_per_element = 2;

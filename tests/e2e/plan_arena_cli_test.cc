@@ -63,7 +63,8 @@ TEST(PlanCliTest, JsonSvgAndAGgufModel) {
     EXPECT_GT(row["arithmetic_intensity"].get<double>(), 0);
   }
   bool noted = false;
-  for (const auto& a : j["assumptions"]) noted |= a.get<std::string>().find("causal") != std::string::npos;
+  for (const auto& a : j["assumptions"])
+    noted |= a.get<std::string>().find("causal") != std::string::npos;
   EXPECT_TRUE(noted);
   EXPECT_EQ(Slurp(dir + "/plan-l4.svg").rfind("<svg", 0), 0u);
   EXPECT_EQ(Slurp(dir + "/plan-cpu.svg").rfind("<svg", 0), 0u);
@@ -89,8 +90,10 @@ TEST(ArenaCliTest, SmallArenaWritesJsonMarkdownAndPlots) {
   UNMASK_REQUIRE_SHARED_DATA(corpus, "corpus/tinystories_train_head_944k.txt");
   const std::string dir = testing::TempDir() + "/arena_small";
   std::filesystem::remove_all(dir);
-  const auto r = RunUnmask("bench arena --modes ar,ar+draft,diffusion-exact --batch 1,2 "
-                           "--min-requests 2 -n 32 --prompt-length 16 -t 1 --out " + dir);
+  const auto r = RunUnmask(
+      "bench arena --modes ar,ar+draft,diffusion-exact --batch 1,2 "
+      "--min-requests 2 -n 32 --prompt-length 16 -t 1 --out " +
+      dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("# unmask bench arena"), std::string::npos);
   EXPECT_NE(r.err.find("arena: wrote"), std::string::npos);
@@ -119,9 +122,9 @@ TEST(ArenaCliTest, BadInputIsAOneLineError) {
   ExpectOneLineError(RunUnmask("bench arena --modes ar,warp-drive" + out),
                      "unknown arena mode 'warp-drive'");
   ExpectOneLineError(RunUnmask("bench arena --batch 4,2" + out), "ascending");
-  ExpectOneLineError(RunUnmask("bench arena --modes diffusion-exact --diffusion-model " +
-                               Twin("ar") + out),
-                     "is not a diffusion model");
+  ExpectOneLineError(
+      RunUnmask("bench arena --modes diffusion-exact --diffusion-model " + Twin("ar") + out),
+      "is not a diffusion model");
   setenv("UNMASK_CORPUS", "/nonexistent/corpus.txt", 1);
   ExpectOneLineError(RunUnmask("bench arena --modes ar" + out), "--prompts");
   unsetenv("UNMASK_CORPUS");
@@ -134,9 +137,9 @@ TEST(ArenaCliTest, BadInputIsAOneLineError) {
   ExpectOneLineError(RunUnmask("bench arena --modes diffusion-exact --prompts " + prompts +
                                " --prompt-length 8 -n 256" + out),
                      "context");
-  ExpectOneLineError(RunUnmask("bench arena --modes ar --prompts " + prompts +
-                               " --prompt-length 500" + out),
-                     "--prompt-length");
+  ExpectOneLineError(
+      RunUnmask("bench arena --modes ar --prompts " + prompts + " --prompt-length 500" + out),
+      "--prompt-length");
 }
 
 }  // namespace

@@ -25,15 +25,15 @@ ModelConfig Llada8b() { return FindModelPreset("llada-8b").value().config; }
 
 EngineSpec Ar() { return {.name = "ar", .kind = EngineKind::kAr}; }
 EngineSpec Exact() {
-  return {.name = "exact", .kind = EngineKind::kDiffusion, .block_length = 32,
-          .tokens_per_forward = 1};
+  return {
+      .name = "exact", .kind = EngineKind::kDiffusion, .block_length = 32, .tokens_per_forward = 1};
 }
 
 TEST(PlannerTest, PresetsHaveTheirPublishedSizes) {
   EXPECT_NEAR(static_cast<double>(Llama8b().NumParameters()) / 1e9, 8.03, 0.01);
   EXPECT_NEAR(static_cast<double>(Llada8b().NumParameters()) / 1e9, 8.02, 0.01);
-  EXPECT_NEAR(static_cast<double>(FindModelPreset("dream-7b")->config.NumParameters()) / 1e9,
-              7.62, 0.01);
+  EXPECT_NEAR(static_cast<double>(FindModelPreset("dream-7b")->config.NumParameters()) / 1e9, 7.62,
+              0.01);
   EXPECT_FALSE(Llama8b().is_diffusion());
   EXPECT_TRUE(Llada8b().is_diffusion());
   EXPECT_EQ(FindModelPreset("gpt-5").status().code(), StatusCode::kNotFound);
@@ -92,8 +92,8 @@ TEST(PlannerTest, FastDiffusionFeedsTheBlockAfterOneRefreshPerBlock) {
 
 TEST(PlannerTest, SpeculationCommitsTauTokensPerVerify) {
   const Workload w{.prompt_length = 8, .gen_length = 101};
-  EngineSpec spec{.name = "spec", .kind = EngineKind::kArSpeculative, .draft_max = 3,
-                  .tokens_per_verify = 2.5};
+  EngineSpec spec{
+      .name = "spec", .kind = EngineKind::kArSpeculative, .draft_max = 3, .tokens_per_verify = 2.5};
   const Projection p = Project(Llama8b(), spec, w, H100Like(), 1).value();
   EXPECT_DOUBLE_EQ(p.forwards, 41);  // prefill + ceil(100 / 2.5)
   const Projection ar = Project(Llama8b(), Ar(), w, H100Like(), 1).value();
@@ -131,8 +131,8 @@ TEST(PlannerTest, CrossoverIsTheFirstBatchWhereArCatchesUp) {
     p.tokens_per_second = tps;
     return p;
   };
-  std::vector<Projection> rows = {row("ar", 1, 100), row("exact", 1, 300), row("ar", 2, 200),
-                                  row("exact", 2, 300), row("ar", 4, 400), row("exact", 4, 300)};
+  std::vector<Projection> rows = {row("ar", 1, 100),    row("exact", 1, 300), row("ar", 2, 200),
+                                  row("exact", 2, 300), row("ar", 4, 400),    row("exact", 4, 300)};
   EXPECT_EQ(CrossoverBatch(engines, rows, {1, 2, 4}), 4);
   rows[0].tokens_per_second = 500;
   EXPECT_EQ(CrossoverBatch(engines, rows, {1, 2, 4}), 1);
@@ -158,8 +158,8 @@ TEST(PlannerTest, BadInputsAreErrors) {
   EXPECT_FALSE(Project(Llada8b(), bad, w, H100Like(), 1).ok());
   bad.tokens_per_forward = 0.5;
   EXPECT_FALSE(ValidateEngineSpec(bad).ok());
-  EngineSpec spec{.name = "spec", .kind = EngineKind::kArSpeculative, .draft_max = 3,
-                  .tokens_per_verify = 5};
+  EngineSpec spec{
+      .name = "spec", .kind = EngineKind::kArSpeculative, .draft_max = 3, .tokens_per_verify = 5};
   EXPECT_FALSE(ValidateEngineSpec(spec).ok());
   spec.tokens_per_verify = 2;
   spec.draft_cost = -1;

@@ -51,19 +51,22 @@ TEST(ArenaDataTest, PromptFiles) {
   auto lines = ReadPromptFile(Write("prompts.txt", "first prompt\n\n  \nsecond\n"));
   ASSERT_TRUE(lines.ok());
   EXPECT_EQ(*lines, (std::vector<std::string>{"first prompt", "second"}));
-  auto jsonl = ReadPromptFile(Write(
-      "prompts.jsonl",
-      R"({"prompt": "a"})" "\n" R"({"turns": ["b", "c"], "id": 1})" "\n" R"({"question": "d"})"
-      "\n"));
+  auto jsonl = ReadPromptFile(Write("prompts.jsonl", R"({"prompt": "a"})"
+                                                     "\n"
+                                                     R"({"turns": ["b", "c"], "id": 1})"
+                                                     "\n"
+                                                     R"({"question": "d"})"
+                                                     "\n"));
   ASSERT_TRUE(jsonl.ok()) << jsonl.status().message();
   EXPECT_EQ(*jsonl, (std::vector<std::string>{"a", "b", "d"}));
-  const Status bad = ReadPromptFile(Write("bad.jsonl", R"({"prompt": "a"})" "\n{oops\n")).status();
+  const Status bad = ReadPromptFile(Write("bad.jsonl", R"({"prompt": "a"})"
+                                                       "\n{oops\n"))
+                         .status();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("bad.jsonl:2"), std::string::npos) << bad.message();
   const Status field = ReadPromptFile(Write("field.jsonl", R"({"answer": 3})")).status();
   EXPECT_NE(field.message().find("field.jsonl:1: no prompt"), std::string::npos);
-  EXPECT_EQ(ReadPromptFile(Write("none.txt", "\n")).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadPromptFile(Write("none.txt", "\n")).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ReadPromptFile("/nonexistent.txt").status().code(), StatusCode::kNotFound);
 }
 

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       "and accelerated diffusion at batch sizes 1..64 through the server's engine loop; "
       "tokens/s, TTFT/TPOT/E2E, NFE, tokens per forward, arithmetic intensity, fraction of the "
       "roofline measured in the same run, judge perplexity, tokens per dollar, the planner's "
-      "error on this machine; writes arena.json, arena.md and SVG plots (about 2 minutes on 2 "
+      "error on this machine; writes arena.json, arena.md and SVG plots (about a minute on 2 "
       "cores with the twins)\n"
       "example: unmask bench arena -t 2 --out build/arena");
   arena.AddTo(*are);

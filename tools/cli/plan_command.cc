@@ -131,8 +131,8 @@ int PlanCommand::Run() const {
   in.workload = {prompt_length, gen_length};
   in.batches = batches;
   in.latency_target_ms = latency_target_ms;
-  in.engines = DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max,
-                                  tokens_per_verify);
+  in.engines =
+      DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max, tokens_per_verify);
   for (const plan::EngineSpec& e : in.engines) {
     if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return Fail(s);
   }

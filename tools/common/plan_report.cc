@@ -162,10 +162,9 @@ void PrintPlanMarkdown(const plan::Hardware& hw, const plan::MachineRates& rates
       "%s %.4g TFLOP/s x %.2f, %.0f GB/s x %.2f -> ridge %.0f FLOP/byte; %.0f GB; $%.4g/h%s\n\n",
       dtype.c_str(), hw.peak_tflops.at(dtype), hw.compute_efficiency, hw.memory_bandwidth_gbs,
       hw.bandwidth_efficiency, rates.ridge(), hw.memory_gb, price,
-      price_overridden ? " (--price-per-hour)"
-                       : (" (table range $" + Sig(hw.price.low, 4) + "-" +
-                          Sig(hw.price.high, 4) + ")")
-                             .c_str());
+      price_overridden
+          ? " (--price-per-hour)"
+          : (" (table range $" + Sig(hw.price.low, 4) + "-" + Sig(hw.price.high, 4) + ")").c_str());
   std::printf("| batch |");
   for (const plan::EngineSpec& e : in.engines) std::printf(" %s tok/s |", e.name.c_str());
   std::printf(" winner | winner $/M tokens |\n|---:|");
@@ -226,11 +225,10 @@ nlohmann::json PlanJson(const plan::Hardware& hw, const plan::MachineRates& rate
                     {"bytes", p.bytes},
                     {"arithmetic_intensity", p.arithmetic_intensity()},
                     {"compute_bound_fraction", p.compute_bound_fraction},
-                    {"usd_per_million_tokens", std::isfinite(plan::UsdPerMillionTokens(
-                                                   price, p.tokens_per_second))
-                                                   ? nlohmann::json(plan::UsdPerMillionTokens(
-                                                         price, p.tokens_per_second))
-                                                   : nlohmann::json(nullptr)}});
+                    {"usd_per_million_tokens",
+                     std::isfinite(plan::UsdPerMillionTokens(price, p.tokens_per_second))
+                         ? nlohmann::json(plan::UsdPerMillionTokens(price, p.tokens_per_second))
+                         : nlohmann::json(nullptr)}});
   }
   nlohmann::json winners = nlohmann::json::array();
   for (size_t i = 0; i < in.batches.size(); ++i) {

@@ -85,14 +85,17 @@ double MeasureMemoryBandwidthGBs(int reps, int64_t bytes) {
   return static_cast<double>(kFloats) * sizeof(float) / best / 1e9;
 }
 
-StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(
-    const gguf::GgufFile& file, WeightMode mode, const std::vector<int64_t>& rows, int reps) {
+StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::GgufFile& file,
+                                                                  WeightMode mode,
+                                                                  const std::vector<int64_t>& rows,
+                                                                  int reps) {
   const gguf::TensorInfo* t = file.FindTensor("blk.0.ffn_up.weight");
   if (t == nullptr || t->dims.size() < 2) {
     return NotFoundError(file.path() + ": no 2-D blk.0.ffn_up.weight to time");
   }
   const auto dtype = gguf::ToDType(t->type);
-  if (!dtype) return InvalidArgumentError(file.path() + ": unsupported type of blk.0.ffn_up.weight");
+  if (!dtype)
+    return InvalidArgumentError(file.path() + ": unsupported type of blk.0.ffn_up.weight");
   const int64_t in = t->dims[0], out = t->dims[1];
   const TensorView wv{const_cast<uint8_t*>(t->data), *dtype, Shape{out, in}};
   UNMASK_ASSIGN_OR_RETURN(LinearWeight w,
@@ -110,8 +113,8 @@ StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(
     for (int r = 0; r < reps; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));
-      best = std::min(
-          best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     curve.emplace_back(static_cast<double>(m), 2.0 * static_cast<double>(m * in * out) / best);
   }

@@ -35,8 +35,10 @@ double MeasureMemoryBandwidthGBs(int reps = 5, int64_t bytes = int64_t{256} << 2
 // as the model prepares its weights; y[M, ffn] = x[M, hidden] W^T, best of `reps` after a
 // warm-up, for each M of `rows`. Returns (M, FLOP/s) pairs. Errors: NotFound without that tensor,
 // the errors of LinearWeight::Prepare and Linear.
-StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(
-    const gguf::GgufFile& file, WeightMode mode, const std::vector<int64_t>& rows, int reps = 5);
+StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::GgufFile& file,
+                                                                  WeightMode mode,
+                                                                  const std::vector<int64_t>& rows,
+                                                                  int reps = 5);
 
 // Nominal read bandwidth of this project's machine class with 2 threads, GB/s (the developer
 // guide: 25-28); override with $UNMASK_PEAK_GBS.

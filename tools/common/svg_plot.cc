@@ -19,11 +19,20 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -132,8 +141,8 @@ std::string RenderSvg(const LinePlot& plot) {
   // Grid and ticks.
   for (double t : x.Ticks()) {
     const double px = x.Px(t);
-    o << "<line x1=\"" << Num(px) << "\" y1=\"" << Num(y.a1) << "\" x2=\"" << Num(px)
-      << "\" y2=\"" << Num(y.a0) << "\" stroke=\"#e5e5e5\"/>\n"
+    o << "<line x1=\"" << Num(px) << "\" y1=\"" << Num(y.a1) << "\" x2=\"" << Num(px) << "\" y2=\""
+      << Num(y.a0) << "\" stroke=\"#e5e5e5\"/>\n"
       << "<text x=\"" << Num(px) << "\" y=\"" << Num(y.a0 + 16) << "\" text-anchor=\"middle\">"
       << Tick(t) << "</text>\n";
   }
@@ -157,8 +166,8 @@ std::string RenderSvg(const LinePlot& plot) {
   for (const PlotMarker& m : plot.markers) {
     if (!x.Drawable(m.x)) continue;
     const double px = x.Px(m.x);
-    o << "<line x1=\"" << Num(px) << "\" y1=\"" << Num(y.a1) << "\" x2=\"" << Num(px)
-      << "\" y2=\"" << Num(y.a0) << "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n"
+    o << "<line x1=\"" << Num(px) << "\" y1=\"" << Num(y.a1) << "\" x2=\"" << Num(px) << "\" y2=\""
+      << Num(y.a0) << "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n"
       << "<text x=\"" << Num(px + 4) << "\" y=\"" << Num(y.a1 + 14) << "\" fill=\"#333\">"
       << Escape(m.label) << "</text>\n";
   }
@@ -171,8 +180,8 @@ std::string RenderSvg(const LinePlot& plot) {
       const auto [px, py] = s.points[k];
       if (!x.Drawable(px) || !y.Drawable(py)) continue;
       path += (path.empty() ? "" : " ") + Num(x.Px(px)) + "," + Num(y.Px(py));
-      o << "<circle cx=\"" << Num(x.Px(px)) << "\" cy=\"" << Num(y.Px(py))
-        << "\" r=\"3.5\" fill=\"" << color << "\"/>\n";
+      o << "<circle cx=\"" << Num(x.Px(px)) << "\" cy=\"" << Num(y.Px(py)) << "\" r=\"3.5\" fill=\""
+        << color << "\"/>\n";
       if (k < s.point_labels.size() && !s.point_labels[k].empty()) {
         o << "<text x=\"" << Num(x.Px(px) + 5) << "\" y=\"" << Num(y.Px(py) - 5)
           << "\" font-size=\"10\" fill=\"" << color << "\">" << Escape(s.point_labels[k])

@@ -1,7 +1,7 @@
 #include "cli/arena/arena_command.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -106,16 +106,15 @@ struct Prediction {
 
 // The planner's projection for this machine of one measured point (see ArenaMarkdown's note).
 StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
-                            const LoadedModel& target, const LoadedModel* drafter,
-                            const ArenaReport& r, const ArenaModelRates* target_rates) {
+                                const LoadedModel& target, const LoadedModel* drafter,
+                                const ArenaReport& r, const ArenaModelRates* target_rates) {
   const ModelConfig& c = target.model->config();
   const plan::MachineRates rates = RatesOf(target, r.machine, target_rates);
-  const double mean_tokens =
-      static_cast<double>(measured.tokens) / static_cast<double>(std::max<int64_t>(measured.requests, 1));
+  const double mean_tokens = static_cast<double>(measured.tokens) /
+                             static_cast<double>(std::max<int64_t>(measured.requests, 1));
   const int64_t canvas = (r.gen_length + r.block_length - 1) / r.block_length * r.block_length;
-  plan::Workload w{r.prompt_length, mode.diffusion
-                                        ? canvas
-                                        : std::max<int64_t>(1, std::llround(mean_tokens))};
+  plan::Workload w{r.prompt_length,
+                   mode.diffusion ? canvas : std::max<int64_t>(1, std::llround(mean_tokens))};
   double k = 1, draft_cost = 0;
   if (mode.diffusion) {
     k = static_cast<double>(canvas) / std::max(measured.nfe_per_request, 1.0);
@@ -154,8 +153,10 @@ void ArenaCommand::AddTo(CLI::App& app) {
                  "AR model scoring every mode's outputs (judge perplexity; default: the AR model)");
   std::string known;
   for (const ArenaMode& m : ArenaModes()) known += (known.empty() ? "" : ", ") + m.name;
-  app.add_option("--modes", modes, "modes to run (default: all but the prefix-cache and "
-                                   "early-stop variants); known: " + known)
+  app.add_option("--modes", modes,
+                 "modes to run (default: all but the prefix-cache and "
+                 "early-stop variants); known: " +
+                     known)
       ->delimiter(',');
   app.add_option("--batch", batches,
                  "batch sizes: concurrent closed-loop clients (AR+draft and AR+diffusion run at "
@@ -249,8 +250,8 @@ int ArenaCommand::Run() const {
   }
   LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm;
   if (need_diffusion) {
-    auto lm = OnTemporaryThread(
-        [&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto); });
+    auto lm =
+        OnTemporaryThread([&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto); });
     if (!lm.ok()) return Fail(lm.status());
     if (!lm->model->config().is_diffusion()) {
       return Fail(InvalidArgumentError(diffusion_path + " is not a diffusion model"));
@@ -258,8 +259,7 @@ int ArenaCommand::Run() const {
     diffusion_lm = std::move(*lm);
   }
   if (need_ar) {
-    auto lm =
-        OnTemporaryThread([&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto); });
+    auto lm = OnTemporaryThread([&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto); });
     if (!lm.ok()) return Fail(lm.status());
     if (lm->model->config().is_diffusion()) {
       return Fail(InvalidArgumentError(ar_path + " is not an autoregressive model"));
@@ -287,12 +287,11 @@ int ArenaCommand::Run() const {
                            need_draft ? &draft_lm : nullptr};
 
   // Prompts, tokenized by each model's tokenizer.
-  auto texts = prompts_file.empty() ? HeldOutStories(DefaultArenaCorpus())
-                                    : ReadPromptFile(prompts_file);
+  auto texts =
+      prompts_file.empty() ? HeldOutStories(DefaultArenaCorpus()) : ReadPromptFile(prompts_file);
   if (!texts.ok()) {
-    return Fail(texts.status().WithContext(prompts_file.empty()
-                                               ? "the default prompts (give --prompts FILE)"
-                                               : "--prompts"));
+    return Fail(texts.status().WithContext(
+        prompts_file.empty() ? "the default prompts (give --prompts FILE)" : "--prompts"));
   }
   std::map<const LoadedModel*, std::vector<std::vector<int32_t>>> prompts;
   for (const LoadedModel* lm : {models.diffusion, models.ar}) {
@@ -333,8 +332,8 @@ int ArenaCommand::Run() const {
 
   // This machine's rates for each model (for the planner's second prediction).
   std::map<const LoadedModel*, ArenaModelRates> measured_rates;
-  for (const auto& [lm, name] : {std::pair{models.diffusion, r.diffusion_model},
-                                 std::pair{models.ar, r.ar_model}}) {
+  for (const auto& [lm, name] :
+       {std::pair{models.diffusion, r.diffusion_model}, std::pair{models.ar, r.ar_model}}) {
     if (lm == nullptr) continue;
     auto h = OnTemporaryThread([&] { return MeasureModelRates(*lm, name, r.machine); });
     if (!h.ok()) return Fail(h.status().WithContext("measuring the rates of " + name));
@@ -368,15 +367,14 @@ int ArenaCommand::Run() const {
                                [&](int64_t done, int64_t) {
                                  progress.Update(requests_done + done, total_requests,
                                                  "point " + std::to_string(i + 1) + "/" +
-                                                     std::to_string(points.size()) + ": " +
-                                                     label);
+                                                     std::to_string(points.size()) + ": " + label);
                                });
     if (!point.ok()) return Fail(point.status().WithContext(label));
     requests_done += pt.requests;
     const ArenaRow row = SummarizePoint(*point, pt.mode->diffusion, r.machine);
     progress.Finish();
-    std::fprintf(stderr, "arena: %-36s %9.1f tokens/s  E2E p50 %8.1f ms  (%.1f s)\n",
-                 label.c_str(), row.tokens_per_second, row.e2e_p50_ms, point->wall_ms / 1000);
+    std::fprintf(stderr, "arena: %-36s %9.1f tokens/s  E2E p50 %8.1f ms  (%.1f s)\n", label.c_str(),
+                 row.tokens_per_second, row.e2e_p50_ms, point->wall_ms / 1000);
     r.rows.push_back(row);
     largest[pt.mode->name] = std::move(*point);
   }
@@ -420,12 +418,11 @@ int ArenaCommand::Run() const {
       return Fail((roofline.ok() ? tps.status() : roofline.status())
                       .WithContext("planner for " + row.mode));
     }
-    r.validation.push_back({row.mode, row.batch, row.tokens_per_second,
-                            roofline->tokens_per_second, tps->tokens_per_second, row.forward_share,
-                            row.ms_per_forward, tps->ms_per_forward});
+    r.validation.push_back({row.mode, row.batch, row.tokens_per_second, roofline->tokens_per_second,
+                            tps->tokens_per_second, row.forward_share, row.ms_per_forward,
+                            tps->ms_per_forward});
   }
-  r.elapsed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

@@ -55,8 +55,7 @@ StatusOr<std::vector<std::string>> HeldOutStories(const std::string& corpus_path
   if (stories.empty()) return InvalidArgumentError(corpus_path + ": no story in the corpus");
   const auto held = std::max<size_t>(
       1, static_cast<size_t>(std::llround(static_cast<double>(stories.size()) * 0.05)));
-  return std::vector<std::string>(stories.end() - static_cast<std::ptrdiff_t>(held),
-                                  stories.end());
+  return std::vector<std::string>(stories.end() - static_cast<std::ptrdiff_t>(held), stories.end());
 }
 
 StatusOr<std::vector<std::string>> ReadPromptFile(const std::string& path) {
@@ -128,8 +127,8 @@ Status JudgeOutputs(const Model& judge, const Tokenizer& judge_tok,
   Tensor logits;
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<int32_t> cont = outputs[i];
-    const auto eog = std::find_if(cont.begin(), cont.end(),
-                                  [&](int32_t id) { return judge_tok.IsEog(id); });
+    const auto eog =
+        std::find_if(cont.begin(), cont.end(), [&](int32_t id) { return judge_tok.IsEog(id); });
     if (eog != cont.end()) cont.erase(eog + 1, cont.end());
     if (cont.empty() || prompts[i].empty()) continue;
     std::vector<int32_t> seq = prompts[i];

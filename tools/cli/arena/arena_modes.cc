@@ -32,9 +32,9 @@ std::vector<ArenaMode> ArenaModes() {
   ArenaMode factor = Diffusion("diffusion-dual-factor", "--cache dual --factor 1 (Fast-dLLM)",
                                CacheMode::kDual, CommitRule::kFactor);
   factor.diffusion_params.factor = 1.0;
-  ArenaMode prefix = Diffusion("diffusion-prefix-threshold",
-                               "--cache prefix --threshold 0.9 (Fast-dLLM)", CacheMode::kPrefix,
-                               CommitRule::kThreshold);
+  ArenaMode prefix =
+      Diffusion("diffusion-prefix-threshold", "--cache prefix --threshold 0.9 (Fast-dLLM)",
+                CacheMode::kPrefix, CommitRule::kThreshold);
   ArenaMode early = Diffusion("diffusion-dual-threshold-early-stop",
                               "--cache dual --threshold 0.9 --early-stop (Fast-dLLM + dInfer)",
                               CacheMode::kDual, CommitRule::kThreshold);
@@ -86,14 +86,20 @@ plan::EngineSpec ArenaPlannerSpec(const ArenaMode& mode, int64_t block_length,
   if (mode.diffusion) {
     e.kind = plan::EngineKind::kDiffusion;
     e.block_length = block_length;
-    e.tokens_per_forward =
-        std::clamp(tokens_per_forward, 1.0, static_cast<double>(std::max<int64_t>(block_length, 1)));
+    e.tokens_per_forward = std::clamp(tokens_per_forward, 1.0,
+                                      static_cast<double>(std::max<int64_t>(block_length, 1)));
     switch (mode.diffusion_params.cache) {
-      case CacheMode::kNone: e.cache = plan::DiffusionCache::kNone; break;
-      case CacheMode::kPrefix: e.cache = plan::DiffusionCache::kPrefix; break;
+      case CacheMode::kNone:
+        e.cache = plan::DiffusionCache::kNone;
+        break;
+      case CacheMode::kPrefix:
+        e.cache = plan::DiffusionCache::kPrefix;
+        break;
       // Vicinity refresh feeds the block plus a window: costed as the dual cache (a lower bound).
       case CacheMode::kDual:
-      case CacheMode::kVicinity: e.cache = plan::DiffusionCache::kDual; break;
+      case CacheMode::kVicinity:
+        e.cache = plan::DiffusionCache::kDual;
+        break;
     }
     return e;
   }
@@ -103,7 +109,8 @@ plan::EngineSpec ArenaPlannerSpec(const ArenaMode& mode, int64_t block_length,
   }
   e.kind = plan::EngineKind::kArSpeculative;
   e.draft_max = mode.draft_max;
-  e.tokens_per_verify = std::clamp(tokens_per_forward, 1.0, static_cast<double>(mode.draft_max + 1));
+  e.tokens_per_verify =
+      std::clamp(tokens_per_forward, 1.0, static_cast<double>(mode.draft_max + 1));
   e.draft_cost = draft_cost;
   return e;
 }

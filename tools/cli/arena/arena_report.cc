@@ -83,14 +83,13 @@ ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine&
   const double attainable =
       std::min(machine.gemm_gflops, row.arithmetic_intensity * machine.bandwidth_gbs);
   row.roofline_fraction = attainable > 0 ? row.achieved_gflops / attainable : 0;
-  row.usd_per_million_tokens = plan::UsdPerMillionTokens(machine.price_per_hour,
-                                                         row.tokens_per_second);
+  row.usd_per_million_tokens =
+      plan::UsdPerMillionTokens(machine.price_per_hour, row.tokens_per_second);
   row.forward_share = p.wall_ms > 0 ? p.totals.forward_ms / p.wall_ms : 0;
   row.ms_per_forward =
       p.totals.forwards > 0 ? p.totals.forward_ms / static_cast<double>(p.totals.forwards) : 0;
-  row.tokens_per_dollar = machine.price_per_hour > 0
-                              ? row.tokens_per_second * 3600.0 / machine.price_per_hour
-                              : 0.0;
+  row.tokens_per_dollar =
+      machine.price_per_hour > 0 ? row.tokens_per_second * 3600.0 / machine.price_per_hour : 0.0;
   return row;
 }
 
@@ -125,8 +124,7 @@ std::string ArenaMarkdown(const ArenaReport& r) {
       "clients. Wall time %.0f s.\n\n",
       static_cast<long long>(r.num_prompts), r.prompts_source.c_str(),
       static_cast<long long>(r.prompt_length), static_cast<long long>(r.gen_length),
-      static_cast<long long>(r.block_length), static_cast<long long>(r.min_requests),
-      r.elapsed_s);
+      static_cast<long long>(r.block_length), static_cast<long long>(r.min_requests), r.elapsed_s);
   o += "## Throughput, latency and cost\n\n";
   o += "| mode | batch | tokens/s | TTFT p50 ms | TPOT p50 ms | E2E p50 / p90 ms | NFE/request | "
        "tokens/forward | accept | FLOP/byte | GFLOP/s | % roofline | $/M tokens | tokens/$ |\n";
@@ -170,8 +168,8 @@ std::string ArenaMarkdown(const ArenaReport& r) {
          "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const ArenaValidation& v : r.validation) {
       o += Printf("| %s | %lld | %.1f | %.1f | %+.0f%% | %.1f | %+.0f%%%s | %.0f%% | %s |\n",
-                  v.mode.c_str(), static_cast<long long>(v.batch), v.measured_tps,
-                  v.roofline_tps, 100 * v.roofline_error(), v.predicted_tps, 100 * v.error(),
+                  v.mode.c_str(), static_cast<long long>(v.batch), v.measured_tps, v.roofline_tps,
+                  100 * v.roofline_error(), v.predicted_tps, 100 * v.error(),
                   std::fabs(v.error()) <= 0.3 ? "" : " (over 30%)", 100 * v.forward_share,
                   v.predicted_ms_per_forward > 0
                       ? Printf("%.3f / %.3f", v.ms_per_forward, v.predicted_ms_per_forward).c_str()
@@ -229,28 +227,28 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
   nlohmann::json rows = nlohmann::json::array(), quality = nlohmann::json::array(),
                  validation = nlohmann::json::array();
   for (const ArenaRow& w : r.rows) {
-    rows.push_back({{"mode", w.mode},
-                    {"engine", w.diffusion ? "diffusion" : "ar"},
-                    {"batch", w.batch},
-                    {"requests", w.requests},
-                    {"output_tokens", w.tokens},
-                    {"wall_ms", w.wall_ms},
-                    {"tokens_per_second", w.tokens_per_second},
-                    {"ttft_p50_ms", w.ttft_p50_ms},
-                    {"tpot_p50_ms", w.tpot_p50_ms},
-                    {"e2e_p50_ms", w.e2e_p50_ms},
-                    {"e2e_p90_ms", w.e2e_p90_ms},
-                    {"nfe_per_request", w.nfe_per_request},
-                    {"tokens_per_forward", w.tokens_per_forward},
-                    {"acceptance", w.acceptance >= 0 ? nlohmann::json(w.acceptance)
-                                                     : nlohmann::json(nullptr)},
-                    {"arithmetic_intensity", w.arithmetic_intensity},
-                    {"achieved_gflops", w.achieved_gflops},
-                    {"roofline_fraction", w.roofline_fraction},
-                    {"usd_per_million_tokens", w.usd_per_million_tokens},
-                    {"tokens_per_dollar", w.tokens_per_dollar},
-                    {"forward_share", w.forward_share},
-                    {"ms_per_forward", w.ms_per_forward}});
+    rows.push_back(
+        {{"mode", w.mode},
+         {"engine", w.diffusion ? "diffusion" : "ar"},
+         {"batch", w.batch},
+         {"requests", w.requests},
+         {"output_tokens", w.tokens},
+         {"wall_ms", w.wall_ms},
+         {"tokens_per_second", w.tokens_per_second},
+         {"ttft_p50_ms", w.ttft_p50_ms},
+         {"tpot_p50_ms", w.tpot_p50_ms},
+         {"e2e_p50_ms", w.e2e_p50_ms},
+         {"e2e_p90_ms", w.e2e_p90_ms},
+         {"nfe_per_request", w.nfe_per_request},
+         {"tokens_per_forward", w.tokens_per_forward},
+         {"acceptance", w.acceptance >= 0 ? nlohmann::json(w.acceptance) : nlohmann::json(nullptr)},
+         {"arithmetic_intensity", w.arithmetic_intensity},
+         {"achieved_gflops", w.achieved_gflops},
+         {"roofline_fraction", w.roofline_fraction},
+         {"usd_per_million_tokens", w.usd_per_million_tokens},
+         {"tokens_per_dollar", w.tokens_per_dollar},
+         {"forward_share", w.forward_share},
+         {"ms_per_forward", w.ms_per_forward}});
   }
   for (const ArenaQuality& q : r.quality) {
     quality.push_back({{"mode", q.mode},
@@ -283,30 +281,30 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
                            {"overhead_ms", h.overhead_ms()}});
   }
   const int64_t x = r.Crossover();
-  return {{"machine",
-           {{"gemm_peak_gflops", r.machine.gemm_gflops},
-            {"bandwidth_gbs", r.machine.bandwidth_gbs},
-            {"threads", r.machine.threads},
-            {"backend", r.machine.backend},
-            {"price_per_hour", r.machine.price_per_hour},
-            {"price_source", r.machine.price_source}}},
-          {"models",
-           {{"diffusion", r.diffusion_model}, {"ar", r.ar_model}, {"draft", r.draft_model}}},
-          {"workload",
-           {{"prompts", r.num_prompts},
-            {"prompts_source", r.prompts_source},
-            {"prompt_length", r.prompt_length},
-            {"gen_length", r.gen_length},
-            {"block_length", r.block_length},
-            {"min_requests", r.min_requests},
-            {"batches", r.batches}}},
-          {"rows", rows},
-          {"quality", quality},
-          {"validation", validation},
-          {"model_rates", model_rates},
-          {"crossover_batch", x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x)},
-          {"notes", r.notes},
-          {"elapsed_s", r.elapsed_s}};
+  return {
+      {"machine",
+       {{"gemm_peak_gflops", r.machine.gemm_gflops},
+        {"bandwidth_gbs", r.machine.bandwidth_gbs},
+        {"threads", r.machine.threads},
+        {"backend", r.machine.backend},
+        {"price_per_hour", r.machine.price_per_hour},
+        {"price_source", r.machine.price_source}}},
+      {"models", {{"diffusion", r.diffusion_model}, {"ar", r.ar_model}, {"draft", r.draft_model}}},
+      {"workload",
+       {{"prompts", r.num_prompts},
+        {"prompts_source", r.prompts_source},
+        {"prompt_length", r.prompt_length},
+        {"gen_length", r.gen_length},
+        {"block_length", r.block_length},
+        {"min_requests", r.min_requests},
+        {"batches", r.batches}}},
+      {"rows", rows},
+      {"quality", quality},
+      {"validation", validation},
+      {"model_rates", model_rates},
+      {"crossover_batch", x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x)},
+      {"notes", r.notes},
+      {"elapsed_s", r.elapsed_s}};
 }
 
 LinePlot ArenaThroughputPlot(const ArenaReport& r) {

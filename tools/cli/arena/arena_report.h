@@ -15,8 +15,8 @@
 namespace unmask::tools {
 
 struct ArenaMachine {
-  double gemm_gflops = 0;     // measured f32 GEMM peak (prepacked, this run)
-  double bandwidth_gbs = 0;   // measured memory read bandwidth (this run)
+  double gemm_gflops = 0;    // measured f32 GEMM peak (prepacked, this run)
+  double bandwidth_gbs = 0;  // measured memory read bandwidth (this run)
   int threads = 0;
   double price_per_hour = 0;  // USD
   std::string price_source;
@@ -31,9 +31,9 @@ struct ArenaMachine {
 struct ArenaModelRates {
   std::string model;
   double weight_bytes = 0;
-  double bandwidth_gbs = 0;  // reading a buffer of weight_bytes
+  double bandwidth_gbs = 0;                           // reading a buffer of weight_bytes
   std::vector<std::pair<double, double>> gemm_curve;  // (rows, FLOP/s)
-  double forward_ms = 0;   // measured one-position forward, median
+  double forward_ms = 0;                              // measured one-position forward, median
   double roofline_ms = 0;  // its roofline time with the curve and bandwidth above
   double overhead_ms() const { return forward_ms > roofline_ms ? forward_ms - roofline_ms : 0; }
 };
@@ -73,8 +73,8 @@ struct ArenaValidation {
   std::string mode;
   int64_t batch = 0;
   double measured_tps = 0;
-  double roofline_tps = 0;   // the planner as for the GPUs: large-GEMM peak, DRAM bandwidth
-  double predicted_tps = 0;  // with this machine's measured rates for the model (ArenaModelRates)
+  double roofline_tps = 0;    // the planner as for the GPUs: large-GEMM peak, DRAM bandwidth
+  double predicted_tps = 0;   // with this machine's measured rates for the model (ArenaModelRates)
   double forward_share = 0;   // of the run's wall time spent inside Model::Forward
   double ms_per_forward = 0;  // measured, target model
   double predicted_ms_per_forward = 0;  // with measured rates (0: not comparable, a model drafter)

@@ -42,8 +42,7 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
   o.max_batched_tokens = int64_t{1} << 30;
   Scheduler sched(o, nullptr);
   UNMASK_ASSIGN_OR_RETURN(size_t index, OnTemporaryThread([&] {
-                            return sched.AddModel(
-                                {mode.name, lm.model.get(), lm.tokenizer.get()});
+                            return sched.AddModel({mode.name, lm.model.get(), lm.tokenizer.get()});
                           }));
   sched.Start();
   ArenaPoint point;
@@ -134,9 +133,9 @@ StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& mo
     ArParams params = req.ar;
     params.n_predict = req.max_tokens;
     const ArTokenIds ids{target.tokenizer->special().eos, target.tokenizer->special().eot};
-    UNMASK_ASSIGN_OR_RETURN(ArDecoder dec, ArDecoder::Create(params, ids, req.prompt,
-                                                             c.context_length, c.vocab_size,
-                                                             drafter.get()));
+    UNMASK_ASSIGN_OR_RETURN(
+        ArDecoder dec,
+        ArDecoder::Create(params, ids, req.prompt, c.context_length, c.vocab_size, drafter.get()));
     kv.Clear(0);
     UNMASK_ASSIGN_OR_RETURN(ArGenerationStats st,
                             RunAr(*target.model, kv, dec, ws, drafter.get(), nullptr));
@@ -181,8 +180,8 @@ StatusOr<ArenaPoint> RunArenaPoint(const ArenaMode& mode, const ArenaModels& mod
   if (prompts.empty()) return InvalidArgumentError("no prompts");
   const LoadedModel* lm = mode.diffusion ? models.diffusion : models.ar;
   if (lm == nullptr) {
-    return InvalidArgumentError(mode.name + " needs " +
-                                (mode.diffusion ? "a diffusion" : "an AR") + " model");
+    return InvalidArgumentError(mode.name + " needs " + (mode.diffusion ? "a diffusion" : "an AR") +
+                                " model");
   }
   if (!mode.batched) {
     if (batch != 1) return InvalidArgumentError(mode.name + " runs at batch 1 only");
