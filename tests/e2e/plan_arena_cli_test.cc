@@ -86,6 +86,29 @@ TEST(PlanCliTest, BadInputIsAOneLineError) {
   EXPECT_EQ(flag.exit_code, 2) << flag.err;
 }
 
+TEST(PlanCliTest, LatencyTargetAndPriceOverride) {
+  const auto none = RunUnmask("plan --hardware h100-sxm --latency-target-ms 1");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("none meets the target"), std::string::npos);
+  const auto j = nlohmann::json::parse(
+      RunUnmask("plan -o json --hardware h100-sxm --batch 1 --price-per-hour 1").out, nullptr,
+      false);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["hardware"][0]["price_per_hour"], 1.0);
+  for (const auto& row : j["hardware"][0]["rows"]) {
+    const double tps = row["tokens_per_second"].get<double>();
+    EXPECT_NEAR(row["usd_per_million_tokens"].get<double>(), 1e6 / (tps * 3600), 1e-9);
+  }
+}
+
+TEST(ArenaCliTest, JudgeWithAnotherVocabularyIsRefusedBeforeRunning) {
+  UNMASK_REQUIRE_SHARED_DATA(other, "models/stories260K.gguf");
+  const auto r = RunUnmask("bench arena --modes ar --judge " + other + " --out " +
+                           testing::TempDir() + "/arena_judge");
+  ExpectOneLineError(r, "the judge's vocabulary (512 tokens) differs");
+  EXPECT_EQ(r.err.find("arena: measuring"), std::string::npos) << "refused before measuring";
+}
+
 TEST(ArenaCliTest, SmallArenaWritesJsonMarkdownAndPlots) {
   UNMASK_REQUIRE_SHARED_DATA(corpus, "corpus/tinystories_train_head_944k.txt");
   const std::string dir = testing::TempDir() + "/arena_small";
@@ -122,6 +145,11 @@ TEST(ArenaCliTest, BadInputIsAOneLineError) {
   ExpectOneLineError(RunUnmask("bench arena --modes ar,warp-drive" + out),
                      "unknown arena mode 'warp-drive'");
   ExpectOneLineError(RunUnmask("bench arena --batch 4,2" + out), "ascending");
+  ExpectOneLineError(RunUnmask("bench arena --modes ar+draft --draft-model none" + out),
+                     "no mode left to run");
+  ExpectOneLineError(
+      RunUnmask("bench arena --modes ar --draft-model none --judge " + Twin("llada") + out),
+      "--judge must be an autoregressive model");
   ExpectOneLineError(
       RunUnmask("bench arena --modes diffusion-exact --diffusion-model " + Twin("ar") + out),
       "is not a diffusion model");

@@ -247,6 +247,7 @@ int ArenaCommand::Run() const {
     std::erase_if(run_modes, [](const ArenaMode& m) { return m.drafter == ArenaDrafter::kModel; });
     r.notes.push_back("ar+draft skipped (--draft-model none)");
     need_draft = false;
+    if (run_modes.empty()) return Fail(InvalidArgumentError("no mode left to run"));
   }
   LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm;
   if (need_diffusion) {
@@ -285,6 +286,22 @@ int ArenaCommand::Run() const {
   }
   const ArenaModels models{need_diffusion ? &diffusion_lm : nullptr, need_ar ? &ar_lm : nullptr,
                            need_draft ? &draft_lm : nullptr};
+  // Drafters and the judge read the targets' token ids: the vocabularies must match (checked
+  // before minutes of runs, not after).
+  const int64_t vocab = (models.ar ? models.ar : models.diffusion)->model->config().vocab_size;
+  for (const auto& [lm, role] :
+       {std::pair{models.diffusion, "the diffusion model"},
+        std::pair{models.draft, "--draft-model"}, std::pair{judge, "the judge"}}) {
+    if (lm != nullptr && lm->model->config().vocab_size != vocab) {
+      return Fail(InvalidArgumentError(
+          std::string(role) + "'s vocabulary (" + std::to_string(lm->model->config().vocab_size) +
+          " tokens) differs from the AR model's (" + std::to_string(vocab) +
+          "); the arena compares models of one tokenizer (--no-quality skips the judge)"));
+    }
+  }
+  if (judge != nullptr && !no_quality && judge->model->config().is_diffusion()) {
+    return Fail(InvalidArgumentError("--judge must be an autoregressive model"));
+  }
 
   // Prompts, tokenized by each model's tokenizer.
   auto texts =

@@ -154,7 +154,12 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   }
   o += "\n## Crossover\n\n";
   const int64_t x = r.Crossover();
-  if (x < 0) {
+  const bool both =
+      std::any_of(r.rows.begin(), r.rows.end(), [](const ArenaRow& w) { return w.diffusion; }) &&
+      std::any_of(r.rows.begin(), r.rows.end(), [](const ArenaRow& w) { return !w.diffusion; });
+  if (!both) {
+    o += "Needs both an AR and a diffusion mode.\n";
+  } else if (x < 0) {
     o += "Diffusion keeps the higher throughput at every batch size measured.\n";
   } else if (!r.batches.empty() && x == r.batches.front()) {
     o += Printf("AR has the higher throughput already at batch %lld.\n", static_cast<long long>(x));
