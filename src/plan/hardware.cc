@@ -1,5 +1,6 @@
 #include "plan/hardware.h"
 
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,13 @@ StatusOr<Hardware> ParseEntry(const json& e, const std::string& where0) {
   if (!e.is_object()) return InvalidArgumentError(where0 + ": an entry must be an object");
   Hardware h;
   UNMASK_ASSIGN_OR_RETURN(h.id, Text(e, "id", where0));
+  // Ids name files (plan-<id>.svg) and are listed with commas on the command line.
+  for (char c : h.id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+      return InvalidArgumentError(where0 +
+                                  ": 'id' may hold only letters, digits, '.', '_' and '-'");
+    }
+  }
   const std::string where = where0 + " ('" + h.id + "')";
   UNMASK_ASSIGN_OR_RETURN(h.name, Text(e, "name", where));
   UNMASK_ASSIGN_OR_RETURN(h.kind, Text(e, "kind", where));
@@ -85,7 +93,10 @@ StatusOr<std::vector<Hardware>> ParseHardwareTable(std::string_view text, std::s
   const std::string o(origin);
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgumentError(o + ": not valid JSON");
-  if (!doc.is_object() || !doc.contains("hardware") || !doc.at("hardware").is_array()) {
+  if (!doc.is_object() || !doc.contains("schema") || doc.at("schema") != "unmask-hardware/1") {
+    return InvalidArgumentError(o + ": expected \"schema\": \"unmask-hardware/1\"");
+  }
+  if (!doc.contains("hardware") || !doc.at("hardware").is_array()) {
     return InvalidArgumentError(o + ": expected an object with a 'hardware' list");
   }
   std::vector<Hardware> table;

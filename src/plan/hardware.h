@@ -32,7 +32,8 @@ struct Hardware {
 };
 
 // Parses the table (schema "unmask-hardware/1", see data/hardware.json). `origin` names the text
-// in errors. Errors: InvalidArgument naming the entry and field for bad JSON, a missing or
+// in errors. Errors: InvalidArgument naming the entry and field for bad JSON, another schema, an
+// id with characters other than letters, digits, '.', '_' and '-', a missing or
 // non-positive number, an efficiency outside (0, 1], a price range not low <= typical <= high, a
 // duplicate id, or an empty table.
 StatusOr<std::vector<Hardware>> ParseHardwareTable(std::string_view json, std::string_view origin);

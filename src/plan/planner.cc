@@ -2,10 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace unmask::plan {
 namespace {
+
+// `v` in %g form (a flag's 1e308 is not printed with 309 digits).
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
 
 // Costs the forwards of one batch run of `batch` identical sequences into `p`.
 struct Costing {
@@ -115,7 +123,7 @@ Status ValidateEngineSpec(const EngineSpec& e) {
     if (!(e.tokens_per_forward >= 1.0 &&
           e.tokens_per_forward <= static_cast<double>(e.block_length))) {
       return InvalidArgumentError("tokens_per_forward must be in [1, block_length] (got " +
-                                  std::to_string(e.tokens_per_forward) + ", block " +
+                                  Num(e.tokens_per_forward) + ", block " +
                                   std::to_string(e.block_length) + ")");
     }
   }
@@ -123,8 +131,9 @@ Status ValidateEngineSpec(const EngineSpec& e) {
     if (e.draft_max < 1) return InvalidArgumentError("draft_max must be >= 1");
     if (!(e.tokens_per_verify >= 1.0 &&
           e.tokens_per_verify <= static_cast<double>(e.draft_max + 1))) {
-      return InvalidArgumentError("tokens_per_verify must be in [1, draft_max + 1] (got " +
-                                  std::to_string(e.tokens_per_verify) + ")");
+      return InvalidArgumentError(
+          "tokens_per_verify must be in [1, draft_max + 1 = " + std::to_string(e.draft_max + 1) +
+          "] (got " + Num(e.tokens_per_verify) + ")");
     }
     if (!(e.draft_cost >= 0.0 && std::isfinite(e.draft_cost))) {
       return InvalidArgumentError("draft_cost must be a finite number >= 0");
@@ -156,8 +165,19 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   const double kv = engine.diffusion() && engine.cache == DiffusionCache::kNone
                         ? 0.0
                         : model.KvCacheBytes(canvas, machine.kv_bytes_per_element);
-  p.fits_memory = machine.memory_bytes <= 0 ||
-                  weight_bytes + static_cast<double>(batch) * kv <= machine.memory_bytes;
+  // Activations resident during the largest forward: the residual stream, its norm, Q/K/V and
+  // attention output, the FFN's gate/up and activation for every position fed, and f32 logits
+  // for the rows scored (a block, or the prompt's last row and the drafts).
+  const double d = static_cast<double>(model.hidden_size);
+  const double f = static_cast<double>(model.ffn_size);
+  const double fed = static_cast<double>(engine.diffusion() ? canvas : workload.prompt_length);
+  const double rows =
+      static_cast<double>(engine.diffusion() ? engine.block_length : engine.draft_max + 1);
+  const double activations = fed * (6 * d + 3 * f) * machine.activation_bytes_per_element +
+                             rows * static_cast<double>(model.vocab_size) * 4.0;
+  p.fits_memory =
+      machine.memory_bytes <= 0 ||
+      weight_bytes + static_cast<double>(batch) * (kv + activations) <= machine.memory_bytes;
   Costing c{model, machine, batch, weight_bytes, &p};
   if (engine.diffusion()) {
     ProjectDiffusion(engine, workload, c, p);
@@ -185,7 +205,7 @@ int64_t CrossoverBatch(const std::vector<EngineSpec>& engines, const std::vector
   for (size_t i = 0; i < batches.size(); ++i) {
     double best_ar = -1, best_diffusion = -1;
     for (const Projection& p : rows) {
-      if (p.batch != batches[i]) continue;
+      if (p.batch != batches[i] || !p.fits_memory) continue;
       double& best = diffusion(p.engine) ? best_diffusion : best_ar;
       best = std::max(best, p.tokens_per_second);
     }

@@ -76,7 +76,8 @@ struct Workload {
 struct Projection {
   std::string engine;
   int64_t batch = 1;
-  bool fits_memory = true;        // weights + batch x KV cache fit in MachineRates::memory_bytes
+  bool fits_memory = true;        // weights + batch x (KV cache + resident activations) fit in
+                                  // MachineRates::memory_bytes
   double forwards = 0;            // forwards per request (NFE; speculation: verify + draft)
   double tokens_per_forward = 0;  // output tokens per target forward
   double ttft_ms = 0;             // first output token (AR: the prefill; diffusion: first block)
@@ -97,7 +98,8 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
 
 // The smallest batch in `batches` (ascending) from which the best AR-family projection (kAr,
 // kArSpeculative) has at least the tokens/s of the best diffusion one (batches[0] when AR is
-// ahead from the start), -1 when it never catches up. `rows` holds projections of `engines`.
+// ahead from the start), -1 when it never catches up. `rows` holds projections of `engines`;
+// projections that do not fit in memory are left out.
 int64_t CrossoverBatch(const std::vector<EngineSpec>& engines, const std::vector<Projection>& rows,
                        const std::vector<int64_t>& batches);
 

@@ -43,7 +43,7 @@ TEST(PlanCliTest, DefaultReportPrintsAssumptionsTablesAndTheCrossover) {
   }
   EXPECT_TRUE(r.out.find("AR catches up") != std::string::npos ||
               r.out.find("AR is ahead") != std::string::npos ||
-              r.out.find("Diffusion stays ahead") != std::string::npos);
+              r.out.find("At no batch size") != std::string::npos);
 }
 
 TEST(PlanCliTest, JsonSvgAndAGgufModel) {
@@ -80,7 +80,11 @@ TEST(PlanCliTest, BadInputIsAOneLineError) {
   ExpectOneLineError(RunUnmask("plan --model llada-8b,dream-7b"), "at most one diffusion");
   ExpectOneLineError(RunUnmask("plan --model /nonexistent.gguf"), "/nonexistent.gguf");
   const std::string bad = testing::TempDir() + "/bad_hardware.json";
-  std::ofstream(bad) << R"({"hardware": [{"id": "x"}]})";
+  std::ofstream(bad) << R"({"schema": "unmask-hardware/1", "hardware": [{"id": "x"}]})";
+  ExpectOneLineError(RunUnmask("plan --hardware-file /dev/zero"), "must be a regular file");
+  ExpectOneLineError(RunUnmask("plan --hardware h100-sxm,h100-sxm"), "listed twice");
+  ExpectOneLineError(RunUnmask("plan --model " + Twin("ar")), "exceed its context of 256");
+  ExpectOneLineError(RunUnmask("plan --block-length 64 -n 32"), "longer than the output");
   ExpectOneLineError(RunUnmask("plan --hardware-file " + bad), "'name' must be");
   const auto flag = RunUnmask("plan --batch 0");
   EXPECT_EQ(flag.exit_code, 2) << flag.err;
@@ -89,7 +93,7 @@ TEST(PlanCliTest, BadInputIsAOneLineError) {
 TEST(PlanCliTest, LatencyTargetAndPriceOverride) {
   const auto none = RunUnmask("plan --hardware h100-sxm --latency-target-ms 1");
   ASSERT_EQ(none.exit_code, 0) << none.err;
-  EXPECT_NE(none.out.find("none meets the target"), std::string::npos);
+  EXPECT_NE(none.out.find("none fits and meets the target"), std::string::npos);
   const auto j = nlohmann::json::parse(
       RunUnmask("plan -o json --hardware h100-sxm --batch 1 --price-per-hour 1").out, nullptr,
       false);
@@ -145,6 +149,15 @@ TEST(ArenaCliTest, BadInputIsAOneLineError) {
   ExpectOneLineError(RunUnmask("bench arena --modes ar,warp-drive" + out),
                      "unknown arena mode 'warp-drive'");
   ExpectOneLineError(RunUnmask("bench arena --batch 4,2" + out), "ascending");
+  ExpectOneLineError(RunUnmask("bench arena --modes ar,ar" + out), "listed twice");
+  ExpectOneLineError(RunUnmask("bench arena --batch 1 --validate-batch 4" + out),
+                     "--validate-batch 4 is not one of the --batch sizes");
+  ExpectOneLineError(RunUnmask("bench arena --out /proc/arena"), "--out /proc/arena");
+  ExpectOneLineError(RunUnmask("bench arena --modes ar --prompts /dev/zero" + out),
+                     "must be a regular file");
+  const auto bad_flag = RunUnmask("bench arena --min-requests 0" + out);
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_NE(bad_flag.err.find("unmask bench arena: error:"), std::string::npos) << bad_flag.err;
   ExpectOneLineError(RunUnmask("bench arena --modes ar+draft --draft-model none" + out),
                      "no mode left to run");
   ExpectOneLineError(

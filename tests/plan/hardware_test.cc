@@ -25,7 +25,9 @@ constexpr const char* kEntry = R"({"id": "x", "name": "X", "kind": "gpu",
   "price_per_hour": {"low": 1, "typical": 2, "high": 3},
   "efficiency": {"compute": 0.5, "bandwidth": 0.8}, "sources": {"peak_tflops": ["u"]}})";
 
-std::string Table(const std::string& entry) { return R"({"hardware": [)" + entry + "]}"; }
+std::string Table(const std::string& entry) {
+  return R"({"schema": "unmask-hardware/1", "hardware": [)" + entry + "]}";
+}
 
 std::string With(const std::string& from, const std::string& to) {
   std::string e = kEntry;
@@ -79,8 +81,12 @@ TEST(HardwareTest, MalformedTablesNameTheEntryAndField) {
   };
   const std::vector<Case> cases = {
       {"{not json", "not valid JSON"},
-      {R"({"machines": []})", "'hardware' list"},
-      {R"({"hardware": []})", "empty"},
+      {R"({"hardware": []})", "schema"},
+      {R"({"schema": "unmask-hardware/2", "hardware": []})", "unmask-hardware/1"},
+      {R"({"schema": "unmask-hardware/1", "machines": []})", "'hardware' list"},
+      {R"({"schema": "unmask-hardware/1", "hardware": []})", "empty"},
+      {Table(With(R"("id": "x")", R"("id": "../x")")), "may hold only"},
+      {Table(With(R"("id": "x")", R"("id": "a,b")")), "may hold only"},
       {Table("3"), "must be an object"},
       {Table(With(R"("memory_gb": 10)", R"("memory_gb": -1)")), "('x'): 'memory_gb' must be > 0"},
       {Table(With(R"("memory_gb": 10)", R"("memory_gb": "ten")")), "'memory_gb' must be a number"},

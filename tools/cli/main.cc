@@ -117,7 +117,13 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string where = "unmask";
-    for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+    // The deepest parsed command ("unmask bench arena").
+    for (const CLI::App* level = &app;;) {
+      const auto subs = level->get_subcommands();
+      if (subs.empty()) break;
+      level = subs.front();
+      where += " " + level->get_name();
+    }
     unmask::tools::PrintError(where, std::string(e.what()) + " (see '" + where + " --help')");
     return 2;
   }

@@ -1,5 +1,6 @@
 #include "cli/plan_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -60,49 +61,55 @@ void PlanCommand::AddTo(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--latency-target-ms", latency_target_ms,
                  "end-to-end latency a request must meet to count for the winner (0: none)")
-      ->check(FiniteAtLeast(0))
+      ->check(FiniteIn(0, 1e9))
       ->capture_default_str();
   app.add_option("--price-per-hour", price_per_hour,
                  "USD per hour of the machine (0: the table's typical price)")
-      ->check(FiniteAtLeast(0))
+      ->check(FiniteIn(0, 1e6))
       ->capture_default_str();
   app.add_option("--block-length", block_length, "diffusion block length N")
       ->check(IntegerIn(1, 1 << 16))
       ->capture_default_str();
   app.add_option("--fast-tokens-per-forward", fast_tokens_per_forward,
                  "tokens committed per forward by diffusion-fast (Fast-dLLM parallel decoding; "
-                 "measure yours with unmask bench arena)")
-      ->check(FiniteAtLeast(1))
+                 "measure yours with unmask bench arena; at most the block length)")
+      ->check(FiniteIn(1, 65536))
       ->capture_default_str();
   app.add_option("--draft-max", draft_max, "AR+spec: drafts per verify forward")
       ->check(IntegerIn(1, 64))
       ->capture_default_str();
   app.add_option("--tokens-per-verify", tokens_per_verify,
-                 "AR+spec: mean tokens committed per verify forward, bonus token included")
-      ->check(FiniteAtLeast(1))
+                 "AR+spec: mean tokens committed per verify forward, bonus token included (at "
+                 "most --draft-max + 1)")
+      ->check(FiniteIn(1, 65))
       ->capture_default_str();
   app.add_option("--overhead-ms", overhead_ms, "fixed cost per forward (launches, syncs), ms")
-      ->check(FiniteAtLeast(0))
+      ->check(FiniteIn(0, 60000))
       ->capture_default_str();
   app.add_option("--hardware-file", hardware_file,
                  "a hardware table of the same schema instead of the built-in data/hardware.json");
   app.add_option("-o,--output", output, "md (tables) or json")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
-  app.add_option("--svg", svg_dir, "write plan-<hardware>.svg (tokens/s against batch) here");
+  app.add_option("--svg", svg_dir,
+                 "write plan-<hardware>.svg (tokens/s against batch) into this folder (created)");
 }
 
 int PlanCommand::Run() const {
   auto table = LoadHardwareTable(hardware_file);
   if (!table.ok()) return Fail(table.status());
   std::vector<plan::Hardware> hws;
+  const bool all = std::find(hardware.begin(), hardware.end(), "all") != hardware.end();
   for (const std::string& id : hardware) {
-    if (id == "all") {
+    if (all) {
       hws = *table;
       break;
     }
     auto hw = plan::FindHardware(*table, id);
     if (!hw.ok()) return Fail(hw.status());
+    if (std::count(hardware.begin(), hardware.end(), id) > 1) {
+      return Fail(InvalidArgumentError("--hardware: '" + id + "' is listed twice"));
+    }
     hws.push_back(*hw);
   }
   if (hws.empty()) return Fail(InvalidArgumentError("--hardware: no hardware given"));
@@ -115,6 +122,9 @@ int PlanCommand::Run() const {
 
   PlanInputs in;
   for (const std::string& spec : models) {
+    if (std::count(models.begin(), models.end(), spec) > 1) {
+      return Fail(InvalidArgumentError("--model: '" + spec + "' is listed twice"));
+    }
     auto m = ResolveModel(spec);
     if (!m.ok()) return Fail(m.status());
     PlanModel& slot = m->config.is_diffusion() ? in.diffusion : in.ar;
@@ -128,6 +138,22 @@ int PlanCommand::Run() const {
     return Fail(InvalidArgumentError("--model: no model given"));
   }
   CompleteModelPair(in);
+  if (block_length > gen_length) {
+    return Fail(InvalidArgumentError("--block-length " + std::to_string(block_length) +
+                                     " is longer than the output (-n " +
+                                     std::to_string(gen_length) + ")"));
+  }
+  // The workload must fit each model's context (diffusion: the canvas, a block multiple).
+  const int64_t canvas = (gen_length + block_length - 1) / block_length * block_length;
+  for (const PlanModel* m : {&in.diffusion, &in.ar}) {
+    const int64_t need = prompt_length + (m->config.is_diffusion() ? canvas : gen_length);
+    if (need > m->config.context_length) {
+      return Fail(OutOfRangeError(m->name + ": prompt " + std::to_string(prompt_length) +
+                                  " + output " + std::to_string(need - prompt_length) +
+                                  " tokens exceed its context of " +
+                                  std::to_string(m->config.context_length) + " tokens"));
+    }
+  }
   in.workload = {prompt_length, gen_length};
   in.batches = batches;
   in.latency_target_ms = latency_target_ms;
@@ -145,8 +171,21 @@ int PlanCommand::Run() const {
     std::printf("# unmask plan\n\nAssumptions:\n");
     for (const std::string& a : assumptions) std::printf("- %s\n", a.c_str());
   }
+  if (!svg_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(svg_dir, ec);
+    if (ec) {
+      return Fail(InvalidArgumentError("--svg " + svg_dir + ": cannot create the folder (" +
+                                       ec.message() + ")"));
+    }
+  }
   for (const plan::Hardware& hw : hws) {
     auto rates = plan::RatesFor(hw, dtype, overhead_ms);
+    if (!rates.ok() && all) {  // --hardware all: machines without this dtype are skipped
+      if (output == "md")
+        std::printf("\n## %s: skipped (%s)\n", hw.id.c_str(), rates.status().message().c_str());
+      continue;
+    }
     if (!rates.ok()) return Fail(rates.status());
     const double price = price_per_hour > 0 ? price_per_hour : hw.price.typical;
     auto report = ProjectPlan(in, *rates);

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 
 namespace unmask::tools {
 namespace {
@@ -37,6 +40,28 @@ std::string EscapeControl(std::string_view text) {
     }
   }
   return out;
+}
+
+StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes,
+                                      std::string_view what) {
+  const std::string w(what);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such " + w);
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return InvalidArgumentError(path + ": the " + w + " must be a regular file");
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return NotFoundError(path + ": cannot read the " + w + " (" + ec.message() + ")");
+  if (size > max_bytes) {
+    return InvalidArgumentError(path + ": the " + w + " is larger than " +
+                                std::to_string(max_bytes >> 20) + " MiB");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot open the " + w);
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 void PrintError(std::string_view who, std::string_view message) {
@@ -75,22 +100,28 @@ CLI::Validator Unsigned64() {
 }
 
 CLI::Validator FiniteAtLeast(double lo) {
-  char desc[64];
-  std::snprintf(desc, sizeof(desc), "NUMBER >= %g", lo);
+  return FiniteIn(lo, std::numeric_limits<double>::infinity());
+}
+
+CLI::Validator FiniteIn(double lo, double hi) {
+  char range[96];
+  if (std::isinf(hi)) {
+    std::snprintf(range, sizeof(range), ">= %g", lo);
+  } else {
+    std::snprintf(range, sizeof(range), "in [%g, %g]", lo, hi);
+  }
   return CLI::Validator(
-      [lo](std::string& value) -> std::string {
+      [lo, hi, range = std::string(range)](std::string& value) -> std::string {
         const std::string v = Trimmed(value);
         char* end = nullptr;
         const double x = v.empty() ? 0.0 : std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x) || x < lo) {
-          char msg[64];
-          std::snprintf(msg, sizeof(msg), "is not a finite number >= %g", lo);
-          return "'" + EscapeControl(value) + "' " + msg;
+        if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x) || x < lo || x > hi) {
+          return "'" + EscapeControl(value) + "' is not a finite number " + range;
         }
         value = v;
         return "";
       },
-      desc);
+      "NUMBER " + std::string(range));
 }
 
 }  // namespace unmask::tools

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/status.h"
+
 namespace unmask::tools {
 
 // `text` with control characters escaped (\n, \t, \x1b, ...), so that a message quoting a file's
@@ -16,6 +18,12 @@ std::string EscapeControl(std::string_view text);
 // Prints "<who>: error: <message>" as one line on stderr (message escaped).
 void PrintError(std::string_view who, std::string_view message);
 
+// The contents of the regular file at `path`, for files a flag names (prompt lists, tables).
+// Errors: NotFound when it cannot be opened; InvalidArgument for something other than a regular
+// file (a directory, /dev/zero, a pipe) or one over `max_bytes`. `what` names it in messages.
+StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes,
+                                      std::string_view what);
+
 // Flag validators with short messages (CLI11's own ones print DBL_MAX in full, and its integer
 // conversion silently saturates out-of-range values).
 // An integer in [lo, hi].
@@ -24,6 +32,8 @@ CLI::Validator IntegerIn(int64_t lo, int64_t hi);
 CLI::Validator Unsigned64();
 // A finite number >= lo.
 CLI::Validator FiniteAtLeast(double lo);
+// A finite number in [lo, hi].
+CLI::Validator FiniteIn(double lo, double hi);
 
 }  // namespace unmask::tools
 

@@ -28,8 +28,32 @@ const PlanModel& ModelOf(const PlanInputs& in, const plan::EngineSpec& e) {
 }
 
 std::string Describe(const PlanModel& m) {
+  const double n = static_cast<double>(m.config.NumParameters());
   return m.name + " (" + (m.config.is_diffusion() ? "diffusion" : "AR") + ", " +
-         Fixed(static_cast<double>(m.config.NumParameters()) / 1e9, 2) + "B" + " parameters)";
+         (n >= 1e9 ? Fixed(n / 1e9, 2) + "B" : Fixed(n / 1e6, 2) + "M") + " parameters, context " +
+         std::to_string(m.config.context_length) + ")";
+}
+
+// Per AR-family engine, the first batch from which it alone reaches the best diffusion
+// throughput (-1: never).
+std::vector<std::pair<std::string, int64_t>> CrossoverByEngine(const PlanInputs& in,
+                                                               const PlanReport& report) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const plan::EngineSpec& e : in.engines) {
+    if (e.diffusion()) continue;
+    std::vector<plan::EngineSpec> pair = {e};
+    for (const plan::EngineSpec& d : in.engines) {
+      if (d.diffusion()) pair.push_back(d);
+    }
+    std::vector<plan::Projection> rows;
+    for (const plan::Projection& p : report.rows) {
+      for (const plan::EngineSpec& x : pair) {
+        if (x.name == p.engine) rows.push_back(p);
+      }
+    }
+    out.emplace_back(e.name, plan::CrossoverBatch(pair, rows, in.batches));
+  }
+  return out;
 }
 
 // The projection of `engine` at `batch` (ProjectPlan makes one for every pair).
@@ -97,7 +121,10 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
           ")",
       "AR: the prompt in one forward (TTFT), then one token per forward per request",
       "tokens/s counts output tokens of the whole batch; TPOT = (E2E - TTFT) / (output - 1); "
-      "$/M tokens = price per hour / (tokens/s x 3600) x 1e6 (SERVING.md §4.5)",
+      "$/M tokens = price per hour / (tokens/s x 3600) x 1e6 (SERVING.md §4.5); "
+      "compute-bound = the share of the time in forwards whose FLOPs take longer than their bytes",
+      "memory: the weights, plus per request the KV cache of the whole sequence and the "
+      "activations of its largest forward; rows that do not fit are marked (over memory)",
   };
   for (const plan::EngineSpec& e : in.engines) {
     if (e.kind == plan::EngineKind::kArSpeculative) {
@@ -122,9 +149,9 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
   }
   if (in.latency_target_ms > 0) {
     a.push_back("winner: the fastest engine whose end-to-end latency is within " +
-                Fixed(in.latency_target_ms, 0) + " ms and whose KV caches fit in memory");
+                Sig(in.latency_target_ms, 4) + " ms and that fits in memory");
   } else {
-    a.push_back("winner: the fastest engine whose weights and KV caches fit in memory");
+    a.push_back("winner: the fastest engine that fits in memory");
   }
   for (const std::string& n : in.notes) a.push_back(n);
   return a;
@@ -179,21 +206,33 @@ void PrintPlanMarkdown(const plan::Hardware& hw, const plan::MachineRates& rates
     }
     const std::string& w = report.winners[i];
     if (w.empty()) {
-      std::printf(" none meets the target | - |\n");
+      std::printf(in.latency_target_ms > 0 ? " none fits and meets the target | - |\n"
+                                           : " none fits in memory | - |\n");
     } else {
       const double tps = Find(report, w, in.batches[i]).tokens_per_second;
       std::printf(" %s | %.3g |\n", w.c_str(), plan::UsdPerMillionTokens(price, tps));
     }
   }
-  if (report.crossover < 0) {
-    std::printf("\nDiffusion stays ahead of AR at every batch size projected.\n");
-  } else if (report.crossover == in.batches.front()) {
-    std::printf("\nAR is ahead of diffusion already at batch %lld.\n",
-                static_cast<long long>(report.crossover));
-  } else {
-    std::printf("\nAR catches up with diffusion at batch %lld.\n",
-                static_cast<long long>(report.crossover));
+  std::string each;
+  for (const auto& [name, x] : CrossoverByEngine(in, report)) {
+    each += (each.empty() ? "" : "; ") + name + ": " +
+            (x < 0 ? std::string("never") : "from batch " + std::to_string(x));
   }
+  if (report.crossover < 0) {
+    std::printf(
+        "\nAt no batch size projected does AR reach diffusion's throughput among the engines "
+        "that fit in memory (%s).\n",
+        each.c_str());
+  } else if (report.crossover == in.batches.front()) {
+    std::printf("\nAR is ahead of diffusion already at batch %lld (%s).\n",
+                static_cast<long long>(report.crossover), each.c_str());
+  } else {
+    std::printf("\nAR catches up with diffusion at batch %lld (%s).\n",
+                static_cast<long long>(report.crossover), each.c_str());
+  }
+  std::printf(
+      "Projections that do not fit in memory are marked and take no part in the winner or the "
+      "crossover.\n");
   std::printf(
       "\nBatch %lld per engine:\n\n| engine | TTFT ms | TPOT ms | E2E ms | NFE | tokens/forward | "
       "FLOP/byte | compute-bound | $/M tokens |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -230,6 +269,10 @@ nlohmann::json PlanJson(const plan::Hardware& hw, const plan::MachineRates& rate
                          ? nlohmann::json(plan::UsdPerMillionTokens(price, p.tokens_per_second))
                          : nlohmann::json(nullptr)}});
   }
+  nlohmann::json by_engine = nlohmann::json::object();
+  for (const auto& [name, x] : CrossoverByEngine(in, report)) {
+    by_engine[name] = x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x);
+  }
   nlohmann::json winners = nlohmann::json::array();
   for (size_t i = 0; i < in.batches.size(); ++i) {
     winners.push_back({{"batch", in.batches[i]},
@@ -252,6 +295,7 @@ nlohmann::json PlanJson(const plan::Hardware& hw, const plan::MachineRates& rate
           {"gen_length", in.workload.gen_length},
           {"crossover_batch",
            report.crossover < 0 ? nlohmann::json(nullptr) : nlohmann::json(report.crossover)},
+          {"crossover_batch_by_engine", by_engine},
           {"winners", winners},
           {"rows", rows}};
 }

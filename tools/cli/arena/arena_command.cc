@@ -164,11 +164,13 @@ void ArenaCommand::AddTo(CLI::App& app) {
       ->delimiter(',')
       ->check(IntegerIn(1, 1024))
       ->capture_default_str();
-  app.add_option("--validate-batch", validate_batches,
-                 "batch sizes at which the planner's prediction is compared with the measurement")
-      ->delimiter(',')
-      ->check(IntegerIn(1, 1024))
-      ->capture_default_str();
+  validate_option =
+      app.add_option(
+             "--validate-batch", validate_batches,
+             "batch sizes at which the planner's prediction is compared with the measurement")
+          ->delimiter(',')
+          ->check(IntegerIn(1, 1024))
+          ->capture_default_str();
   app.add_option("--prompt-length", prompt_length, "prompt tokens (texts cut to this length)")
       ->check(IntegerIn(1, 1 << 16))
       ->capture_default_str();
@@ -189,7 +191,7 @@ void ArenaCommand::AddTo(CLI::App& app) {
   app.add_option("--price-per-hour", price_per_hour,
                  "USD per hour of this machine for tokens per dollar (0: the cpu entry of the "
                  "hardware table)")
-      ->check(FiniteAtLeast(0))
+      ->check(FiniteIn(0, 1e6))
       ->capture_default_str();
   app.add_option("--hardware-file", hardware_file, "hardware table instead of the built-in one");
   app.add_option("--out", out_dir, "folder for arena.json, arena.md and the SVG plots")
@@ -207,7 +209,33 @@ int ArenaCommand::Run() const {
   for (const std::string& name : modes.empty() ? DefaultArenaModeNames() : modes) {
     auto m = FindArenaMode(name);
     if (!m.ok()) return Fail(m.status());
+    if (std::count(modes.begin(), modes.end(), name) > 1) {
+      return Fail(InvalidArgumentError("--modes: '" + name + "' is listed twice"));
+    }
     run_modes.push_back(*m);
+  }
+  for (int64_t b : validate_batches) {
+    const bool explicit_flag = validate_option != nullptr && validate_option->count() > 0;
+    if (explicit_flag && std::find(batches.begin(), batches.end(), b) == batches.end()) {
+      return Fail(InvalidArgumentError("--validate-batch " + std::to_string(b) +
+                                       " is not one of the --batch sizes"));
+    }
+  }
+  if (block_length > gen_length) {
+    return Fail(InvalidArgumentError("--block-length " + std::to_string(block_length) +
+                                     " is longer than the output (-n " +
+                                     std::to_string(gen_length) + ")"));
+  }
+  // The output folder is made and tried now: a typo should not cost the whole run.
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    const std::string probe = out_dir + "/.arena-write-test";
+    if (ec || !WriteText(probe, "").ok()) {
+      return Fail(InvalidArgumentError("--out " + out_dir + ": cannot write there" +
+                                       (ec ? " (" + ec.message() + ")" : std::string())));
+    }
+    std::filesystem::remove(probe, ec);
   }
   for (size_t i = 1; i < batches.size(); ++i) {
     if (batches[i] <= batches[i - 1]) {
@@ -441,9 +469,6 @@ int ArenaCommand::Run() const {
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return Fail(InternalError(out_dir + ": cannot create the folder (" + ec.message() + ")"));
   const std::string md = ArenaMarkdown(r);
   if (Status s = WriteText(out_dir + "/arena.md", md); !s.ok()) return Fail(s);
   if (Status s = WriteText(out_dir + "/arena.json", ArenaJson(r).dump(2) + "\n"); !s.ok()) {

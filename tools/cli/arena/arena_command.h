@@ -22,6 +22,7 @@ struct ArenaCommand {
   std::vector<std::string> modes;
   std::vector<int64_t> batches = {1, 2, 4, 8, 16, 32, 64};
   std::vector<int64_t> validate_batches = {1, 16};
+  CLI::Option* validate_option = nullptr;  // given explicitly: every size must be run
   int64_t prompt_length = 32;
   int64_t gen_length = 64;
   int64_t block_length = 32;

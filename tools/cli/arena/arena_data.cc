@@ -7,15 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/cli_util.h"
+
 namespace unmask::tools {
 namespace {
 
 StatusOr<std::string> ReadAll(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open the " + what);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return ReadRegularFile(path, size_t{1} << 30, what);
 }
 
 std::string RStrip(std::string s) {

@@ -112,12 +112,17 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   std::string o = "# unmask bench arena\n\n";
   o += Printf(
       "Machine (measured in this run): f32 GEMM peak %.1f GFLOP/s, memory read %.1f GB/s, ridge "
-      "%.1f FLOP/byte, %d threads; %s.\n",
-      m.gemm_gflops, m.bandwidth_gbs, m.gemm_gflops / std::max(m.bandwidth_gbs, 1e-9), m.threads,
+      "%.1f FLOP/byte; %s.\n",
+      m.gemm_gflops, m.bandwidth_gbs, m.gemm_gflops / std::max(m.bandwidth_gbs, 1e-9),
       m.backend.c_str());
   o += Printf("Price: $%.4g per hour (%s).\n\n", m.price_per_hour, m.price_source.c_str());
-  o += "Models: diffusion " + r.diffusion_model + ", AR " + r.ar_model +
-       (r.draft_model.empty() ? "" : ", draft " + r.draft_model) + ".\n";
+  std::string models;
+  for (const auto& [role, name] :
+       {std::pair{"diffusion ", r.diffusion_model}, std::pair{"AR ", r.ar_model},
+        std::pair{"draft ", r.draft_model}}) {
+    if (!name.empty()) models += (models.empty() ? "" : ", ") + std::string(role) + name;
+  }
+  o += "Models: " + models + ".\n";
   o += Printf(
       "Workload: %lld prompts (%s), %lld prompt tokens, %lld output tokens (max_tokens; block "
       "%lld), temperature 0; each point runs max(batch, %lld) requests with `batch` closed-loop "
@@ -190,7 +195,7 @@ std::string ArenaMarkdown(const ArenaReport& r) {
     }
     if (over > 0) {
       o += Printf(
-          "\nWhere the error exceeds 30%% (%.0f rows with comparable forwards): a forward took "
+          "\nWhere the error exceeds 30%% (rows with comparable forwards: %.0f): a forward took "
           "%.2fx its roofline time on average (the roofline counts matrix products only: "
           "attention softmax, norms, RoPE, activations and the many small ops of a small model "
           "are not in it), and %.0f%% of the wall time was spent outside the forwards (commit "
@@ -315,7 +320,8 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
 LinePlot ArenaThroughputPlot(const ArenaReport& r) {
   LinePlot plot;
   plot.title = "arena: output tokens/s against batch size (this machine, " +
-               std::to_string(r.machine.threads) + " threads)";
+               std::to_string(r.machine.threads) +
+               (r.machine.threads == 1 ? " thread)" : " threads)");
   plot.x_label = "batch size (concurrent requests)";
   plot.y_label = "output tokens/s";
   plot.log_x = plot.log_y = true;
