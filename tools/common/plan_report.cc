@@ -135,6 +135,12 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
                   (e.draft_cost > 0 ? Fixed(e.draft_cost, 2) + " of a target forward each"
                                     : std::string("nothing (prompt lookup)")));
     } else if (e.diffusion()) {
+      if (in.workload.gen_length % e.block_length != 0) {
+        a.push_back(e.name + ": the canvas is the output rounded up to a multiple of the block (" +
+                    std::to_string((in.workload.gen_length + e.block_length - 1) / e.block_length *
+                                   e.block_length) +
+                    " positions); only the requested tokens count");
+      }
       a.push_back(
           e.name + ": block " + std::to_string(e.block_length) + ", " +
           Fixed(e.tokens_per_forward, 2) + " tokens committed per forward, " +
