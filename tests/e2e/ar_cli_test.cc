@@ -15,18 +15,14 @@ namespace {
 
 using testing::RunUnmask;
 
-std::string Twin(const char* kind) {
-  return testing::SourceDir() + "/models/unmask-tinystories-" + kind + ".gguf";
-}
-
 nlohmann::json Json(const testing::CliResult& r) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
 }
 
 TEST(ArCliTest, GeneratesWithTheArTwinAndReportsArFields) {
-  const auto r =
-      RunUnmask("generate -m " + Twin("ar") + " -p 'Once upon a time' -n 24 --json -t 1");
+  const auto r = RunUnmask("generate -m " + testing::TwinPath("ar") +
+                           " -p 'Once upon a time' -n 24 --json -t 1");
   const nlohmann::json j = Json(r);
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j["model"]["architecture"], "llama");
@@ -44,7 +40,8 @@ TEST(ArCliTest, GeneratesWithTheArTwinAndReportsArFields) {
 }
 
 TEST(ArCliTest, PlainTextStreamsToStdoutAndStatsGoToStderr) {
-  const auto r = RunUnmask("generate -m " + Twin("ar") + " -p 'Once upon a time' -n 16 -t 1");
+  const auto r =
+      RunUnmask("generate -m " + testing::TwinPath("ar") + " -p 'Once upon a time' -n 16 -t 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(r.out.size(), 10u);
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
@@ -52,14 +49,14 @@ TEST(ArCliTest, PlainTextStreamsToStdoutAndStatsGoToStderr) {
 }
 
 TEST(ArCliTest, SpeculativeModesGiveThePlainGreedyTokens) {
-  const std::string base =
-      "generate -m " + Twin("ar") + " -p 'One day, Lily went to the park' -n 40 --json -t 1";
+  const std::string base = "generate -m " + testing::TwinPath("ar") +
+                           " -p 'One day, Lily went to the park' -n 40 --json -t 1";
   const nlohmann::json plain = Json(RunUnmask(base));
   ASSERT_TRUE(plain.is_object());
   for (const std::string& spec : std::vector<std::string>{
            "--spec lookup --draft-max 3",
-           "--spec diffusion --draft-model " + Twin("llada") + " --draft-max 4",
-           "--draft-model " + Twin("ar") + " --draft-max 5"}) {
+           "--spec diffusion --draft-model " + testing::TwinPath("llada") + " --draft-max 4",
+           "--draft-model " + testing::TwinPath("ar") + " --draft-max 5"}) {
     const nlohmann::json j = Json(RunUnmask(base + " " + spec));
     ASSERT_TRUE(j.is_object()) << spec;
     EXPECT_EQ(j["output_ids"], plain["output_ids"]) << spec;
@@ -71,21 +68,21 @@ TEST(ArCliTest, SpeculativeModesGiveThePlainGreedyTokens) {
   // The AR twin drafting for itself: every draft accepted, draft_max + 1 tokens per forward.
   // 40 tokens at up to 8 per forward (7 drafts + 1): at most 1 + ceil(39 / 8) = 6 forwards.
   const nlohmann::json self =
-      Json(RunUnmask(base + " --draft-model " + Twin("ar") + " --draft-max 7"));
+      Json(RunUnmask(base + " --draft-model " + testing::TwinPath("ar") + " --draft-max 7"));
   EXPECT_EQ(self["speculative"]["mode"], "draft");
   EXPECT_EQ(self["speculative"]["accepted"], self["speculative"]["drafted"]);
   EXPECT_LE(self["nfe"].get<int>(), 6);
 }
 
 TEST(ArCliTest, StopStringsEndTheTextWithoutPrintingThem) {
-  const nlohmann::json plain =
-      Json(RunUnmask("generate -m " + Twin("ar") + " -p 'Once upon a time' -n 40 --json -t 1"));
+  const nlohmann::json plain = Json(RunUnmask("generate -m " + testing::TwinPath("ar") +
+                                              " -p 'Once upon a time' -n 40 --json -t 1"));
   const std::string text = plain["text"];
   const size_t cut = text.find(' ', 10);
   ASSERT_NE(cut, std::string::npos) << text;
   const std::string stop = text.substr(cut, 4);
   const nlohmann::json j =
-      Json(RunUnmask("generate -m " + Twin("ar") +
+      Json(RunUnmask("generate -m " + testing::TwinPath("ar") +
                      " -p 'Once upon a time' -n 40 --json -t 1 --stop '" + stop + "'"));
   EXPECT_EQ(j["finish_reason"], "stop");
   EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
@@ -95,7 +92,7 @@ TEST(ArCliTest, StopStringsEndTheTextWithoutPrintingThem) {
 // decoding ends (the token that completed the stop string).
 TEST(ArCliTest, StopStringsCutOutputIdsLikePlainDecoding) {
   const std::string base =
-      "generate -m " + Twin("ar") + " -p 'Once' -n 32 -t 1 --json --stop 'named Li' ";
+      "generate -m " + testing::TwinPath("ar") + " -p 'Once' -n 32 -t 1 --json --stop 'named Li' ";
   const nlohmann::json plain = Json(RunUnmask(base));
   const nlohmann::json spec =
       Json(RunUnmask(base + "--draft-model " + testing::SourceDir() +
@@ -108,11 +105,12 @@ TEST(ArCliTest, StopStringsCutOutputIdsLikePlainDecoding) {
 }
 
 TEST(ArCliTest, FlagsOfTheOtherModelKindAreRefused) {
-  const auto diffusion_flag = RunUnmask("generate -m " + Twin("ar") + " -p Once -n 8 --steps 8");
+  const auto diffusion_flag =
+      RunUnmask("generate -m " + testing::TwinPath("ar") + " -p Once -n 8 --steps 8");
   EXPECT_EQ(diffusion_flag.exit_code, 1);
   EXPECT_NE(diffusion_flag.err.find("--steps applies to diffusion models"), std::string::npos)
       << diffusion_flag.err;
-  const auto ar_flag = RunUnmask("generate -m " + Twin("llada") +
+  const auto ar_flag = RunUnmask("generate -m " + testing::TwinPath("llada") +
                                  " -p Once -n 8 --steps 8 --block-length 8 --top-k 5");
   EXPECT_EQ(ar_flag.exit_code, 1);
   EXPECT_NE(ar_flag.err.find("--top-k applies to autoregressive models"), std::string::npos)
@@ -120,24 +118,25 @@ TEST(ArCliTest, FlagsOfTheOtherModelKindAreRefused) {
 }
 
 TEST(ArCliTest, LengthBeyondTheContextIsAnErrorUnlessNPredictIsMinusOne) {
-  const auto r = RunUnmask("generate -m " + Twin("ar") + " -p Once -n 300 -t 1");
+  const auto r = RunUnmask("generate -m " + testing::TwinPath("ar") + " -p Once -n 300 -t 1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("exceed the context of 256"), std::string::npos) << r.err;
-  const nlohmann::json j = Json(
-      RunUnmask("generate -m " + Twin("ar") + " -p Once --n-predict -1 --ignore-eos --json -t 1"));
+  const nlohmann::json j = Json(RunUnmask("generate -m " + testing::TwinPath("ar") +
+                                          " -p Once --n-predict -1 --ignore-eos --json -t 1"));
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["finish_reason"], "length");
   EXPECT_EQ(j["prompt_ids"].size() + j["output_ids"].size(), 256u);  // the whole context
 }
 
 TEST(ArCliTest, UnwritableStdoutIsAnError) {
-  const auto r = RunUnmask("generate -m " + Twin("ar") + " -p Once -n 8 -t 1 > /dev/full");
+  const auto r =
+      RunUnmask("generate -m " + testing::TwinPath("ar") + " -p Once -n 8 -t 1 > /dev/full");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot write"), std::string::npos) << r.err;
 }
 
 TEST(ArCliTest, SamplingIsReproducibleWithASeed) {
-  const std::string cmd = "generate -m " + Twin("ar") +
+  const std::string cmd = "generate -m " + testing::TwinPath("ar") +
                           " -p 'Once upon a time' -n 20 --json -t 1 --temperature 0.9 "
                           "--top-k 20 --top-p 0.9 --min-p 0.02 --repeat-penalty 1.1 -s 7";
   const nlohmann::json a = Json(RunUnmask(cmd)), b = Json(RunUnmask(cmd));
@@ -147,11 +146,13 @@ TEST(ArCliTest, SamplingIsReproducibleWithASeed) {
 }
 
 TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
-  const std::string base = "generate -m " + Twin("ar") + " -p 'Once' -n 8 -t 1 ";
+  const std::string base = "generate -m " + testing::TwinPath("ar") + " -p 'Once' -n 8 -t 1 ";
   for (const std::string& bad : std::vector<std::string>{
-           "--spec draft",                                  // no draft model
-           "--spec diffusion --draft-model " + Twin("ar"),  // causal model as diffusion drafter
-           "--spec draft --draft-model " + Twin("llada"),   // diffusion model as AR drafter
+           "--spec draft",  // no draft model
+           "--spec diffusion --draft-model " +
+               testing::TwinPath("ar"),  // causal model as diffusion drafter
+           "--spec draft --draft-model " +
+               testing::TwinPath("llada"),  // diffusion model as AR drafter
            "--draft-model /nonexistent.gguf", "--top-p 0", "--top-p 1.5", "--min-p -1",
            "--repeat-penalty 0", "--draft-max 0", "--spec medusa", "--n-predict -5"}) {
     const auto r = RunUnmask(base + bad);
@@ -164,8 +165,8 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
 
 TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {
   UNMASK_REQUIRE_SHARED_DATA(stories, "models/stories260K.gguf");
-  const auto r =
-      RunUnmask("generate -m " + Twin("ar") + " -p 'Once' -n 8 -t 1 --draft-model " + stories);
+  const auto r = RunUnmask("generate -m " + testing::TwinPath("ar") +
+                           " -p 'Once' -n 8 -t 1 --draft-model " + stories);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("vocabulary"), std::string::npos) << r.err;
 }

@@ -20,6 +20,11 @@ struct CliResult {
   std::string err;  // stderr
 };
 
+// The repository's TinyStories twin of `kind` ("llada", "ar", "ar-draft").
+inline std::string TwinPath(const char* kind) {
+  return SourceDir() + "/models/unmask-tinystories-" + kind + ".gguf";
+}
+
 // Runs `unmask <args>` (arguments are passed through sh; quote them in the string).
 inline CliResult RunUnmask(const std::string& args) {
   // One file per test process: ctest -j runs several e2e tests at once.

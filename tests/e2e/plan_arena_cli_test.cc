@@ -17,10 +17,6 @@ namespace {
 
 using testing::RunUnmask;
 
-std::string Twin(const char* kind) {
-  return testing::SourceDir() + "/models/unmask-tinystories-" + kind + ".gguf";
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -49,7 +45,7 @@ TEST(PlanCliTest, DefaultReportPrintsAssumptionsTablesAndTheCrossover) {
 TEST(PlanCliTest, JsonSvgAndAGgufModel) {
   const std::string dir = testing::TempDir() + "/plan_svg";
   std::filesystem::create_directories(dir);
-  const auto r = RunUnmask("plan -o json --hardware cpu,l4 --model " + Twin("llada") +
+  const auto r = RunUnmask("plan -o json --hardware cpu,l4 --model " + testing::TwinPath("llada") +
                            " --batch 1,4,16 -n 64 --prompt-length 32 --svg " + dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -83,7 +79,8 @@ TEST(PlanCliTest, BadInputIsAOneLineError) {
   std::ofstream(bad) << R"({"schema": "unmask-hardware/1", "hardware": [{"id": "x"}]})";
   ExpectOneLineError(RunUnmask("plan --hardware-file /dev/zero"), "must be a regular file");
   ExpectOneLineError(RunUnmask("plan --hardware h100-sxm,h100-sxm"), "listed twice");
-  ExpectOneLineError(RunUnmask("plan --model " + Twin("ar")), "exceed its context of 256");
+  ExpectOneLineError(RunUnmask("plan --model " + testing::TwinPath("ar")),
+                     "exceed its context of 256");
   ExpectOneLineError(RunUnmask("plan --block-length 64 -n 32"), "longer than the output");
   ExpectOneLineError(RunUnmask("plan --hardware-file " + bad), "'name' must be");
   const auto flag = RunUnmask("plan --batch 0");
@@ -160,12 +157,12 @@ TEST(ArenaCliTest, BadInputIsAOneLineError) {
   EXPECT_NE(bad_flag.err.find("unmask bench arena: error:"), std::string::npos) << bad_flag.err;
   ExpectOneLineError(RunUnmask("bench arena --modes ar+draft --draft-model none" + out),
                      "no mode left to run");
-  ExpectOneLineError(
-      RunUnmask("bench arena --modes ar --draft-model none --judge " + Twin("llada") + out),
-      "--judge must be an autoregressive model");
-  ExpectOneLineError(
-      RunUnmask("bench arena --modes diffusion-exact --diffusion-model " + Twin("ar") + out),
-      "is not a diffusion model");
+  ExpectOneLineError(RunUnmask("bench arena --modes ar --draft-model none --judge " +
+                               testing::TwinPath("llada") + out),
+                     "--judge must be an autoregressive model");
+  ExpectOneLineError(RunUnmask("bench arena --modes diffusion-exact --diffusion-model " +
+                               testing::TwinPath("ar") + out),
+                     "is not a diffusion model");
   setenv("UNMASK_CORPUS", "/nonexistent/corpus.txt", 1);
   ExpectOneLineError(RunUnmask("bench arena --modes ar" + out), "--prompts");
   unsetenv("UNMASK_CORPUS");

@@ -13,6 +13,28 @@
 
 namespace unmask::tools {
 
+namespace {
+
+// Best time of `reps` runs of y[m, out] = x[m, in] W^T after one warm-up run (primitive creation,
+// caches), in seconds.
+StatusOr<double> BestLinearSeconds(const LinearWeight& w, std::vector<float>& x, int64_t m,
+                                   int reps) {
+  std::vector<float> y(static_cast<size_t>(m * w.out_features()));
+  const TensorView xv{x.data(), DType::kF32, Shape{m, w.in_features()}};
+  const TensorView yv{y.data(), DType::kF32, Shape{m, w.out_features()}};
+  UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
 double NominalPeakGflops() {
   if (const char* env = std::getenv("UNMASK_PEAK_GFLOPS"); env && *env) {
     const double v = std::atof(env);
@@ -25,24 +47,14 @@ StatusOr<double> MeasureGemmPeakGflops(int reps) {
   constexpr int64_t m = 512, k = 768, n = 2048;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)),
-      y(static_cast<size_t>(m * n));
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
   for (float& v : w) v = u(rng);
   for (float& v : x) v = u(rng);
   const TensorView wv{w.data(), DType::kF32, Shape{n, k}};
   UNMASK_ASSIGN_OR_RETURN(
       LinearWeight lw,
       LinearWeight::Prepare(std::span<const TensorView>(&wv, 1), WeightMode::kPackedF32));
-  const TensorView xv{x.data(), DType::kF32, Shape{m, k}};
-  const TensorView yv{y.data(), DType::kF32, Shape{m, n}};
-  UNMASK_RETURN_IF_ERROR(Linear(xv, lw, yv));  // warm-up (primitive creation, caches)
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    UNMASK_RETURN_IF_ERROR(Linear(xv, lw, yv));
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  UNMASK_ASSIGN_OR_RETURN(const double best, BestLinearSeconds(lw, x, m, reps));
   return 2.0 * m * n * k / best / 1e9;
 }
 
@@ -104,18 +116,9 @@ StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::Gg
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<std::pair<double, double>> curve;
   for (int64_t m : rows) {
-    std::vector<float> x(static_cast<size_t>(m * in)), y(static_cast<size_t>(m * out));
+    std::vector<float> x(static_cast<size_t>(m * in));
     for (float& v : x) v = u(rng);
-    const TensorView xv{x.data(), DType::kF32, Shape{m, in}};
-    const TensorView yv{y.data(), DType::kF32, Shape{m, out}};
-    UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));  // warm-up
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      UNMASK_RETURN_IF_ERROR(Linear(xv, w, yv));
-      best = std::min(best,
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
+    UNMASK_ASSIGN_OR_RETURN(const double best, BestLinearSeconds(w, x, m, reps));
     curve.emplace_back(static_cast<double>(m), 2.0 * static_cast<double>(m * in * out) / best);
   }
   return curve;

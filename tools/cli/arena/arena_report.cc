@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 
 #include "plan/planner.h"
 
@@ -42,6 +43,27 @@ std::vector<std::string> ModeNames(const ArenaReport& r) {
     if (std::find(names.begin(), names.end(), row.mode) == names.end()) names.push_back(row.mode);
   }
   return names;
+}
+
+// One plot series per mode through its batch sizes (diffusion modes dashed); `point` maps a row
+// to its (x, y); with `label_batches` every point is labelled with its batch size.
+std::vector<PlotSeries> ModeSeries(
+    const ArenaReport& r, bool label_batches,
+    const std::function<std::pair<double, double>(const ArenaRow&)>& point) {
+  std::vector<PlotSeries> series;
+  for (const std::string& mode : ModeNames(r)) {
+    PlotSeries s;
+    s.name = mode;
+    for (int64_t b : r.batches) {
+      const ArenaRow* row = FindRow(r, mode, b);
+      if (row == nullptr) continue;
+      s.dashed = row->diffusion;
+      s.points.push_back(point(*row));
+      if (label_batches) s.point_labels.push_back(std::to_string(b));
+    }
+    series.push_back(s);
+  }
+  return series;
 }
 
 }  // namespace
@@ -325,17 +347,9 @@ LinePlot ArenaThroughputPlot(const ArenaReport& r) {
   plot.x_label = "batch size (concurrent requests)";
   plot.y_label = "output tokens/s";
   plot.log_x = plot.log_y = true;
-  for (const std::string& mode : ModeNames(r)) {
-    PlotSeries s;
-    s.name = mode;
-    for (int64_t b : r.batches) {
-      const ArenaRow* row = FindRow(r, mode, b);
-      if (row == nullptr) continue;
-      s.dashed = row->diffusion;
-      s.points.emplace_back(static_cast<double>(b), row->tokens_per_second);
-    }
-    plot.series.push_back(s);
-  }
+  plot.series = ModeSeries(r, false, [](const ArenaRow& row) {
+    return std::pair{static_cast<double>(row.batch), row.tokens_per_second};
+  });
   const int64_t x = r.Crossover();
   if (x >= 0) {
     plot.markers.push_back(
@@ -355,18 +369,9 @@ LinePlot ArenaLatencyPlot(const ArenaReport& r) {
   plot.x_label = "end-to-end latency per request, p50 (ms)";
   plot.y_label = "output tokens/s (all requests)";
   plot.log_x = plot.log_y = true;
-  for (const std::string& mode : ModeNames(r)) {
-    PlotSeries s;
-    s.name = mode;
-    for (int64_t b : r.batches) {
-      const ArenaRow* row = FindRow(r, mode, b);
-      if (row == nullptr) continue;
-      s.dashed = row->diffusion;
-      s.points.emplace_back(row->e2e_p50_ms, row->tokens_per_second);
-      s.point_labels.push_back(std::to_string(b));
-    }
-    plot.series.push_back(s);
-  }
+  plot.series = ModeSeries(r, true, [](const ArenaRow& row) {
+    return std::pair{row.e2e_p50_ms, row.tokens_per_second};
+  });
   plot.notes.push_back("up and left is better; diffusion modes dashed; labels are batch sizes");
   return plot;
 }
