@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -97,6 +98,10 @@ CASES: list[Case] = [
     Case("a_uneven_b8_s3_lp5", M_A, 5, _p(gen_length=24, block_length=8, steps=9),
          "3 blocks, 3 steps per block: [3,3,2]"),
     Case("a_one_per_step_lp1", M_A, 1, _p(steps=16, block_length=8), "steps == gen_length"),
+    Case("a_steps_over_gen_lp5", M_A, 5, _p(gen_length=8, block_length=8, steps=16),
+         "steps 16 > gen_length 8: steps 9-16 commit nothing (NFE 16)"),
+    Case("a_steps_over_gen_2blocks_lp5", M_A, 5, _p(gen_length=8, block_length=4, steps=12),
+         "6 steps per block of 4: [1,1,1,1,0,0]"),
     Case("a_cfg1_lp12", M_A, 12, _p(cfg_scale=1.0), "CFG 1.0"),
     Case("a_t07_low_conf_lp5", M_A, 5, _p(block_length=8, temperature=0.7, seed=7),
          "Gumbel T=0.7"),
@@ -418,6 +423,13 @@ def _json_close(a, b, path="") -> list[str]:
         # change from libm differences between machines.
         tol = 1e-4 if path.endswith("min_decision_margin") else 1e-7
         return [] if math.isclose(a, b, rel_tol=tol, abs_tol=1e-8) else [f"{path}: {a!r} != {b!r}"]
+    if path.endswith("tolerance_note") and isinstance(a, str) and isinstance(b, str):
+        # The note quotes numpy's float32 error on the machine that wrote it, which depends on the
+        # CPU and BLAS kernels numpy picks (7.5e-06 on one machine, 9.3e-06 on another, both 100x
+        # under atol): the text must match, the measured figures may differ.
+        number = r"[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?"
+        if re.sub(number, "#", a) == re.sub(number, "#", b):
+            return []
     return [] if (a == b and type(a) is type(b)) else [f"{path}: {a!r} != {b!r}"]
 
 

@@ -83,11 +83,8 @@ Status ValidateDiffusionParams(const DiffusionParams& p, int64_t prompt_length,
   // steps only drives the fixed schedule; the other rules run each block until it is full.
   if (p.commit == CommitRule::kFixed) {
     if (p.steps <= 0) return InvalidArgumentError("steps must be positive, got " + s(p.steps));
-    if (p.steps > p.gen_length) {
-      return InvalidArgumentError("steps (" + s(p.steps) + ") exceeds gen_length (" +
-                                  s(p.gen_length) +
-                                  "): steps beyond one per token would commit nothing");
-    }
+    // steps > gen_length is allowed, as in the LLaDA reference: get_num_transfer_tokens gives the
+    // steps beyond one per masked token 0 tokens, and they still run a forward (NFE = steps).
     if (p.steps % blocks != 0) {
       return InvalidArgumentError("steps (" + s(p.steps) +
                                   ") must be divisible by the number of blocks (" + s(blocks) +

@@ -304,7 +304,8 @@ void Scheduler::Admit(ModelState& ms) {
         st = d.status();
       }
     }
-    a->text.emplace(tok, a->req.stop, a->req.max_tokens, a->req.ar.ignore_eos);
+    a->text.emplace(tok, a->req.stop, a->req.max_tokens, a->req.ar.ignore_eos,
+                    a->req.prompt.empty() ? kNoToken : a->req.prompt.back());
     *slot = 1;
     if (metrics_ != nullptr) {
       metrics_->Add("prompt_tokens_total", {ms.m.name, ms.engine()}, a->stats.prompt_tokens);

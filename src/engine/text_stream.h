@@ -18,9 +18,11 @@ namespace unmask {
 
 class TextStream {
  public:
-  // `tokenizer` must outlive this. max_tokens >= 1.
+  // `tokenizer` must outlive this. max_tokens >= 1. `previous`: the last prompt token (kNoToken
+  // when there is none); the text is decoded as its continuation (Tokenizer::DecodeContinuation:
+  // a SentencePiece model's leading space is kept unless the prompt is only BOS).
   TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop, int64_t max_tokens,
-             bool ignore_eos = false);
+             bool ignore_eos = false, TokenId previous = kNoToken);
 
   // `tokens`: the final generated tokens so far (a growing sequence: each call's tokens extend the
   // previous call's). `no_more`: generation has ended. Returns the text not yet returned.
@@ -40,6 +42,7 @@ class TextStream {
   std::vector<std::string> stop_;
   int64_t max_tokens_;
   bool ignore_eos_;
+  TokenId previous_;
   bool complete_ = false;
   FinishReason finish_ = FinishReason::kLength;
   int64_t kept_tokens_ = 0;

@@ -51,7 +51,7 @@ void SwiGluRow(const float* gate, const float* up, int64_t f, float* out) {
 }  // namespace
 
 void SwiGluRows(const float* gate_up, int64_t m, int64_t f, float* out) {
-  const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, f));
+  const int64_t grain = GrainForBytes(12 * f);  // gate and up read, out written
   ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       SwiGluRow(gate_up + r * 2 * f, gate_up + r * 2 * f + f, f, out + r * f);
@@ -60,7 +60,7 @@ void SwiGluRows(const float* gate_up, int64_t m, int64_t f, float* out) {
 }
 
 void AddInPlace(float* y, const float* x, int64_t n) {
-  ParallelFor(n, 1 << 15, [&](int64_t begin, int64_t end) {
+  ParallelFor(n, GrainForBytes(12), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] += x[i];  // auto-vectorized
   });
 }

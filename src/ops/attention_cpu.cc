@@ -128,7 +128,9 @@ void AttentionF32(const float* q, const float* k, const float* v, int64_t t, int
     }
   };
   if (direct || SgemmRunsNested()) {
-    ops_internal::ParallelForDynamic(items, run);
+    // Work proxy: every query head reads s keys and values of head_dim floats.
+    const int workers = ThreadsForBytes(t * s * head_dim * num_heads * 8);
+    ops_internal::ParallelForDynamic(items, workers, run);
   } else {
     for (int64_t item = 0; item < items; ++item) run(item);
   }

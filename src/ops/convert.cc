@@ -79,7 +79,7 @@ Status GetRows(const TensorView& table, std::span<const int32_t> ids, TensorView
   if (dim == 0) return Status::Ok();
   const auto* base = static_cast<const uint8_t*>(table.data);
   float* dst = out.as<float>();
-  ParallelFor(num_ids, 16, [&](int64_t begin, int64_t end) {
+  ParallelFor(num_ids, GrainForBytes(8 * dim), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const auto id = static_cast<size_t>(ids[static_cast<size_t>(i)]);
       cpu::ConvertRow(table.dtype, base + id * *row_bytes, dim, dst + i * dim);

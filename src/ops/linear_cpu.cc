@@ -270,12 +270,19 @@ int64_t FusedChunkRows(const LinearWeight::Impl& w) {
   return std::max(kFusedChunkRows, std::min(kFusedChunkBytes / min_row_bytes, balanced));
 }
 
+// The thread policy's measure of one matrix-vector product: W's size in f32 (4 n k bytes), not
+// as stored, since 4-bit weights cost more arithmetic per stored byte (unpacking, scales): measured
+// on SmolLM2 Q4_1, its 576 x 576 projections (190 KB stored) still gain from 2 threads.
+int64_t WorkBytes(const LinearWeight::Impl& w) { return 4 * w.n * w.k; }
+
 template <int kM>
 void LinearFused(const LinearWeight::Impl& w, const float* x, float* y) {
   const std::vector<Panel> chunks = MakePanels(w, FusedChunkRows(w));
+  // kM rows share each weight read but multiply the arithmetic: kM x the work of one row.
+  const int workers = ThreadsForBytes(kM * WorkBytes(w));
   // x quantized once per call when segments of the 4-/6-bit types take int8 activations.
   const QuantizedX* xq = PrepareQuantizedX(w, x, kM);
-  ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), [&](int64_t i) {
+  ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), workers, [&](int64_t i) {
     const Panel& c = chunks[static_cast<size_t>(i)];
     if (IsFusedQuantDType(c.seg->dtype)) {
       return FusedQuantRows(*c.seg, c.first, c.first + c.rows, x, xq, kM, w.k, w.n, y);
@@ -345,7 +352,9 @@ void LinearOnTheFly(const LinearWeight::Impl& w, const float* x, int64_t m, floa
   if (SgemmRunsNested()) {
     const int64_t panel_rows = OnTheFlyPanelRows(k);
     const std::vector<Panel> panels = MakePanels(w, panel_rows);
-    ops_internal::ParallelForDynamic(static_cast<int64_t>(panels.size()), [&](int64_t i) {
+    // m rows through each panel: the panel GEMMs do m x the arithmetic of one row.
+    const int workers = ThreadsForBytes(m * WorkBytes(w));
+    ops_internal::ParallelForDynamic(static_cast<int64_t>(panels.size()), workers, [&](int64_t i) {
       float* buffer = ThreadPanelBuffer(static_cast<size_t>(panel_rows * k));
       const Panel& p = panels[static_cast<size_t>(i)];
       const float* wp = PanelF32(p, k, buffer);

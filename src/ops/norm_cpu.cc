@@ -57,8 +57,8 @@ void RmsNormRow(const float* x, const float* w, int64_t d, float eps, float* y) 
 }  // namespace
 
 void RmsNormRows(const float* x, const float* w, int64_t m, int64_t d, float eps, float* y) {
-  // ~32 KiB of rows per chunk so that tiny inputs stay on one thread.
-  const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, d));
+  // Rows read and written: 8 bytes per element (thread policy of core/parallel.h).
+  const int64_t grain = GrainForBytes(8 * d);
   ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) RmsNormRow(x + r * d, w, d, eps, y + r * d);
   });

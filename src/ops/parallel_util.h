@@ -13,12 +13,13 @@
 
 namespace unmask::ops_internal {
 
-// Calls fn(i) once for every i in [0, n), from up to GetNumThreads() threads. fn must be safe to
-// call concurrently for different i.
+// Calls fn(i) once for every i in [0, n), from up to min(GetNumThreads(), max_workers) threads
+// (max_workers: ThreadsForBytes of the loop's traffic, core/parallel.h). fn must be safe to call
+// concurrently for different i.
 template <typename Fn>
-void ParallelForDynamic(int64_t n, const Fn& fn) {
+void ParallelForDynamic(int64_t n, int max_workers, const Fn& fn) {
   if (n <= 0) return;
-  const int64_t workers = std::min<int64_t>(GetNumThreads(), n);
+  const int64_t workers = std::min<int64_t>({GetNumThreads(), n, std::max(1, max_workers)});
   if (workers <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;

@@ -34,7 +34,7 @@ void RopeRows(float* x, int64_t m, int64_t num_heads, int64_t head_dim, const in
               const RopeTable& table, RopeLayout layout) {
   const int64_t half = table.rope_dim() / 2;
   const int64_t row = num_heads * head_dim;
-  const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, row));
+  const int64_t grain = GrainForBytes(8 * row);
   ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* c = table.cos(positions[r]);

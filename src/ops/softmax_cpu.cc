@@ -62,7 +62,7 @@ void SoftmaxRow(float* x, int64_t n) {
 }
 
 void SoftmaxRows(float* x, int64_t m, int64_t n) {
-  const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n));
+  const int64_t grain = GrainForBytes(8 * n);
   ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) SoftmaxRow(x + r * n, n);
   });

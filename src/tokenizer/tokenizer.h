@@ -104,6 +104,14 @@ class Tokenizer {
   // BPE vocabularies whose pre-tokenizer asks for it (gpt-2, llama3, default) apply llama.cpp's
   // clean_up_tokenization_spaces (" ," -> ","). Thread-safe.
   virtual std::string Decode(std::span<const TokenId> ids, bool skip_special) const = 0;
+  // The text that `ids` add after a sequence ending in `previous` (the last prompt token, kNoToken
+  // when nothing precedes them): Decode, except that the SentencePiece leading space of the first
+  // piece is kept unless `previous` is kNoToken or BOS. This is llama2.c's decode(prev, token)
+  // (the space is stripped only after BOS) and what llama.cpp prints per generated token, so that
+  // prompt text + continuation text is the text of the whole sequence ("Lily went." + " They").
+  // Byte-level BPE vocabularies (no space prefix) decode as Decode does. Thread-safe.
+  virtual std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
+                                         bool skip_special) const = 0;
   // The stored piece of one token (for display); "" when out of range.
   virtual std::string_view TokenText(TokenId id) const = 0;
   // True for control tokens (token_type == CONTROL), e.g. bos/eos/mask.

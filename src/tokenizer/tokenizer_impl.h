@@ -62,6 +62,8 @@ class VocabTokenizer : public Tokenizer {
   std::vector<TokenId> Encode(std::string_view text, bool add_special,
                               bool parse_special) const override;
   std::string Decode(std::span<const TokenId> ids, bool skip_special) const override;
+  std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
+                                 bool skip_special) const override;
   std::string_view TokenText(TokenId id) const override;
   bool IsControl(TokenId id) const override;
   TokenId FindToken(std::string_view text) const override;
@@ -105,6 +107,9 @@ class VocabTokenizer : public Tokenizer {
  private:
   // Appends the piece of token `id` (in range) as llama.cpp token_to_piece.
   void AppendPiece(TokenId id, bool render_special, std::string* out) const;
+  // Decode with the SentencePiece leading space of the first piece dropped or kept.
+  std::string DecodeImpl(std::span<const TokenId> ids, bool skip_special,
+                         bool remove_leading_space) const;
 };
 
 // tokenizer.ggml.model = "llama": SentencePiece BPE over scores (llama.cpp llm_tokenizer_spm).

@@ -354,9 +354,20 @@ void VocabTokenizer::AppendPiece(TokenId id, bool render_special, std::string* o
 }
 
 std::string VocabTokenizer::Decode(std::span<const TokenId> ids, bool skip_special) const {
+  return DecodeImpl(ids, skip_special, add_space_prefix_);
+}
+
+std::string VocabTokenizer::DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
+                                               bool skip_special) const {
+  const bool after_bos = previous == kNoToken || (previous >= 0 && previous == special_.bos);
+  return DecodeImpl(ids, skip_special, add_space_prefix_ && after_bos);
+}
+
+std::string VocabTokenizer::DecodeImpl(std::span<const TokenId> ids, bool skip_special,
+                                       bool remove_leading_space) const {
   std::string out;
   std::string piece;
-  bool remove_space = add_space_prefix_;  // the space the encoder put before the first word
+  bool remove_space = remove_leading_space;  // the space the encoder put before the first word
   for (const TokenId id : ids) {
     if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) continue;
     piece.clear();

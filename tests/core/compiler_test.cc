@@ -1,14 +1,22 @@
-// Guards against a GCC 12 wrong-code bug seen on this project's machines (AVX-512, -O2 and above):
-// a non-uniform vector constant was materialised as a broadcast of its first element. The build
-// disables AVX-512 code generation on GCC < 13 (CMakeLists.txt); this test fails if a compiler or
-// flag change brings the bug back.
+// Guards against the GCC 12 wrong-code bug of cmake/cpu_flags.cmake (a non-uniform vector constant
+// materialised as a broadcast of its first element), built with the flags of every project target.
+// The release binary users build is checked the same way by scripts/check_release.py.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "core/compiler_patterns.h"
 
 namespace unmask {
 namespace {
+
+std::string Join(const std::vector<const char*>& names) {
+  std::string out;
+  for (const char* n : names) out += std::string(out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 TEST(CompilerTest, NonUniformVectorConstantsAreNotBroadcast) {
   const std::vector<int64_t> v = std::vector<int64_t>{1, 1, 0, 0};
@@ -18,6 +26,11 @@ TEST(CompilerTest, NonUniformVectorConstantsAreNotBroadcast) {
   EXPECT_EQ(w[7], 0);
   const std::vector<float> f = {2.0f, 2.0f, 2.0f, 1.0f};
   EXPECT_EQ(f[3], 1.0f);
+}
+
+TEST(CompilerTest, ConstantTablePatternsAreBuiltCorrectly) {
+  const std::vector<const char*> wrong = compiler_patterns::WrongPatterns();
+  EXPECT_TRUE(wrong.empty()) << "miscompiled with this build's flags: " << Join(wrong);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // incompatible draft models are one-line errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "e2e/cli_runner.h"
@@ -180,6 +182,53 @@ TEST(ArCliTest, Stories260kBenchPrintsBandwidth) {
   EXPECT_GT(j["decode_tokens_per_second"].get<double>(), 0);
   EXPECT_GT(j["measured_bandwidth_gb_per_second"].get<double>(), 0);
   EXPECT_NEAR(j["weight_bytes_per_token"].get<double>(), 1.04e6, 0.05e6);  // 260K f32 params
+}
+
+// What the user sees equals llama2.c's run.c (temperature 0, 256 steps): the prompt followed by
+// generate's text, for every prompt of the reference file, the empty one (generation from BOS)
+// included. run.c stops at the next BOS (a new story); generate goes on, so the reference is a
+// prefix. The continuation keeps SentencePiece's leading space (" They saw ...").
+TEST(ArCliTest, Stories260kPromptPlusTextIsTheLlama2cOutput) {
+  UNMASK_REQUIRE_SHARED_DATA(stories, "models/stories260K.gguf");
+  UNMASK_REQUIRE_SHARED_DATA(expected_path, "models/stories260K_expected_greedy_runc.txt");
+  std::ifstream in(expected_path);
+  std::vector<std::pair<std::string, std::string>> cases;  // prompt, expected text
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("### prompt=[", 0) == 0) {
+      cases.emplace_back(line.substr(12, line.find("] steps=") - 12), "");
+    } else if (!cases.empty()) {
+      cases.back().second += (cases.back().second.empty() ? "" : "\n") + line;
+    }
+  }
+  ASSERT_EQ(cases.size(), 4u);
+  for (auto& [prompt, text] : cases) {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    for (const bool json : {true, false}) {
+      const auto r = RunUnmask("generate -m " + stories + " -p '" + prompt +
+                               "' -n 256 --ignore-eos -t 1" + (json ? " --json" : ""));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      std::string got = r.out;
+      if (json) {
+        const auto j = nlohmann::json::parse(r.out, nullptr, false);
+        ASSERT_TRUE(j.is_object()) << r.out;
+        got = j["text"].get<std::string>();
+      }
+      EXPECT_EQ((prompt + got).substr(0, text.size()), text)
+          << "prompt [" << prompt << "]" << (json ? " (--json)" : " (streamed)");
+    }
+  }
+}
+
+TEST(ArCliTest, EmptyPromptStartsFromBos) {
+  const auto r = RunUnmask("generate -m " + testing::TwinPath("ar") + " -p '' -n 8 -t 1 --json");
+  const nlohmann::json j = Json(r);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["prompt_ids"], nlohmann::json::array({0}));  // the twin's BOS
+  EXPECT_EQ(j["output_ids"].size(), 8u);
+  // Without -p at all there is still no prompt.
+  const auto none = RunUnmask("generate -m " + testing::TwinPath("ar") + " -n 8 -t 1");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no prompt"), std::string::npos) << none.err;
 }
 
 }  // namespace

@@ -214,8 +214,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadCall{"generate -m {MODEL} -p hi --chat --no-chat", 2, "excludes"},
         BadCall{"inspect /nonexistent.gguf", 1, "/nonexistent.gguf"},
         BadCall{"generate -m {MODEL} --prompt-ids 1 -t 65536", 2, "--threads"},
-        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 8 --steps 16 --block-length 8", 1,
-                "exceeds gen_length"},
         BadCall{"generate -m {MODEL} --prompt-ids 1 -n 0", 2, "is not an integer in [1, "},
         BadCall{"generate -m {MODEL} --prompt-ids 1 -n 99999999999999999999999", 2,
                 "is not an integer"},

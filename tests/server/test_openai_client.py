@@ -97,6 +97,11 @@ def t_token_prompt(url, client):
         check(r.choices[0].text.strip() != "" and r.usage.prompt_tokens == len(ids),
               f"completions {model}: prompt as token ids",
               f"prompt_tokens {r.usage.prompt_tokens} vs {len(ids)} ids, text {r.choices[0].text!r}")
+    # An empty text prompt generates from BOS alone (llama.cpp, llama2.c): one prompt token.
+    r = client.completions.create(model=AR_ID, prompt="", max_tokens=8, temperature=0)
+    check(r.usage.prompt_tokens == 1 and r.usage.completion_tokens > 0,
+          "completions: empty prompt starts from BOS",
+          f"prompt_tokens {r.usage.prompt_tokens}, text {r.choices[0].text!r}")
 
 
 def t_greedy_determinism(url, client):

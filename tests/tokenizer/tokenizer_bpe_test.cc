@@ -59,6 +59,9 @@ TEST(BpeTokenizerTest, MergesStayInsidePreTokenizedWords) {
   ASSERT_TRUE(t);
   EXPECT_EQ(t->Encode("hello world", false, false), (Ids{Id(*t, "hello"), Id(*t, " world")}));
   EXPECT_EQ(t->Decode(t->Encode("hello world", false, false), false), "hello world");
+  // Byte-level BPE has no space prefix: a continuation decodes as Decode does.
+  EXPECT_EQ(t->DecodeContinuation(Id(*t, "hello"), Ids{Id(*t, " world")}, false), " world");
+  EXPECT_EQ(t->DecodeContinuation(kNoToken, Ids{Id(*t, " world")}, false), " world");
 }
 
 TEST(BpeTokenizerTest, BytesMapToGpt2StandIns) {

@@ -167,6 +167,24 @@ TEST(SpmTokenizerTest, DecodeRemovesThePrefixSpaceOfTheFirstPieceOnly) {
   EXPECT_EQ(plain->Decode(Ids{kSpA}, false), " a");
 }
 
+// Generated text continues a prompt: its first word keeps the space (llama2.c decode(prev, tok)
+// strips it only after BOS), so prompt + continuation is the text of the whole sequence.
+TEST(SpmTokenizerTest, DecodeContinuationKeepsTheSpaceUnlessAfterBos) {
+  auto t = Make(Base());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->DecodeContinuation(kA, Ids{kSpA, kA}, false), " aa");
+  EXPECT_EQ(t->DecodeContinuation(kSpA, Ids{kSpA}, true), " a");
+  EXPECT_EQ(t->DecodeContinuation(1, Ids{kSpA, kSpA}, false), "a a");  // after BOS
+  EXPECT_EQ(t->DecodeContinuation(kNoToken, Ids{kSpA}, false), "a");   // nothing before
+  EXPECT_EQ(t->DecodeContinuation(kA, Ids{}, false), "");
+  const Ids whole{kA, kSpA, kSpA};
+  EXPECT_EQ(t->Decode(Ids{kA}, false) + t->DecodeContinuation(kA, Ids{kSpA, kSpA}, false),
+            t->Decode(whole, false));
+  auto plain = MakeNoPrefix();
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->DecodeContinuation(1, Ids{kSpA}, false), " a");
+}
+
 TEST(SpmTokenizerTest, DecodeSkipsOutOfRangeIds) {
   auto t = MakeNoPrefix();
   ASSERT_TRUE(t);

@@ -20,7 +20,9 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
          output[text_end] != tok.special().eot) {
     ++text_end;
   }
-  const std::string text = tok.Decode(output.subspan(0, text_end), /*skip_special=*/true);
+  const std::string text =
+      tok.DecodeContinuation(prompt_ids.empty() ? kNoToken : prompt_ids.back(),
+                             output.subspan(0, text_end), /*skip_special=*/true);
   if (json) {
     nlohmann::json j;
     j["text"] = text;

@@ -51,6 +51,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
                     double tokenize_ms) {
   const Model& m = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
+  const int32_t previous = ids.empty() ? kNoToken : ids.back();  // the text continues the prompt
   const ArParams params = cmd.ar.Resolve(
       cmd.diffusion.params.temperature, cmd.diffusion.params.seed, cmd.diffusion.params.gen_length);
 
@@ -123,7 +124,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     std::vector<int32_t> out(d.generated().begin(), d.generated().end());
     kept_tokens = out.size();
     if (!out.empty() && tok.IsEog(out.back()) && !params.ignore_eos) out.pop_back();
-    text = tok.Decode(out, /*skip_special=*/true);
+    text = tok.DecodeContinuation(previous, out, /*skip_special=*/true);
     const size_t at = FindStopString(text, cmd.ar.stop);
     if (at != std::string::npos) {
       text.resize(at);
@@ -131,7 +132,8 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
       // A speculative step may have committed tokens past the stop string: keep the shortest
       // prefix whose text contains it, which is where plain decoding stops.
       for (size_t n = 1; n <= out.size(); ++n) {
-        const std::string prefix = tok.Decode(std::span<const int32_t>(out.data(), n), true);
+        const std::string prefix =
+            tok.DecodeContinuation(previous, std::span<const int32_t>(out.data(), n), true);
         if (FindStopString(prefix, cmd.ar.stop) != std::string::npos) {
           kept_tokens = n;
           break;

@@ -52,7 +52,8 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 }
 
 // The generated part of the canvas for --visual: masks dimmed, special tokens dimmed by name.
-std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok) {
+// Each piece is decoded as a continuation (a SentencePiece word keeps its leading space).
+std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok, int32_t previous) {
   std::string out;
   const int32_t mask = dec.token_ids().mask;
   for (int32_t id : dec.generated()) {
@@ -63,7 +64,7 @@ std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok) {
     } else {
       const int32_t one[1] = {id};
       // Control bytes (random-weight models produce them) would corrupt the terminal.
-      for (char c : tok.Decode(one, false)) {
+      for (char c : tok.DecodeContinuation(previous, one, false)) {
         const unsigned char u = static_cast<unsigned char>(c);
         out += (u < 0x20 && c != '\n') || u == 0x7f ? std::string("\u00b7") : std::string(1, c);
       }
@@ -98,8 +99,12 @@ void GenerateCommand::AddTo(CLI::App& app) {
 }
 
 int GenerateCommand::Run() const {
-  if (prompt.empty() && prompt_ids.empty()) {
-    return Fail(InvalidArgumentError("no prompt: give one with -p TEXT or --prompt-ids 1,2,3"));
+  // -p "" is a prompt: generation starts from BOS alone, as in llama2.c and llama.cpp.
+  const CLI::Option* prompt_opt = cli != nullptr ? cli->get_option_no_throw("--prompt") : nullptr;
+  const bool prompt_given = !prompt.empty() || (prompt_opt != nullptr && prompt_opt->count() > 0);
+  if (!prompt_given && prompt_ids.empty()) {
+    return Fail(InvalidArgumentError(
+        "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));
   }
   auto params_or = diffusion.Resolve();
   if (!params_or.ok()) return Fail(params_or.status());
@@ -196,7 +201,12 @@ int GenerateCommand::Run() const {
     ids = tok.Encode(text, !(used_chat && starts_with_bos), used_chat);
     // The user's text must reach the model: a vocabulary that cannot encode it would otherwise
     // leave only the chat template.
-    if (tok.Encode(prompt, false, false).empty()) {
+    if (ids.empty()) {
+      return Fail(InvalidArgumentError(
+          "the prompt is empty and this model's tokenizer adds no BOS token "
+          "(tokenizer.ggml.add_bos_token), so there is nothing to generate from"));
+    }
+    if (!prompt.empty() && tok.Encode(prompt, false, false).empty()) {
       return Fail(
           InvalidArgumentError("the prompt text produced no tokens with this model's "
                                "vocabulary"));
@@ -241,7 +251,8 @@ int GenerateCommand::Run() const {
       // On a terminal the canvas is redrawn in place; into a file or pipe only the final canvas
       // is written (not one frame per step).
       if (!StderrIsTerminal() && !d.Done()) return;
-      live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" + RenderCanvas(d, tok));
+      live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" +
+                RenderCanvas(d, tok, ids.back()));
     } else {
       progress.Update(d.Done() ? params.gen_length : committed, params.gen_length, info);
     }

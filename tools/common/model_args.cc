@@ -68,8 +68,9 @@ void DiffusionArgs::AddTo(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--steps", params.steps,
                  "denoising steps (forward passes) in total; must be divisible by "
-                 "gen_length / block_length, at most gen_length. steps == gen_length commits one "
-                 "token per step")
+                 "gen_length / block_length. steps == gen_length commits one token per step; "
+                 "more steps than masked tokens run forwards that commit nothing (as the LLaDA "
+                 "reference does)")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
   app.add_option("--block-length", params.block_length,

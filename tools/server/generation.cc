@@ -119,7 +119,8 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
           tokens.push_back(nullptr);
         } else {
           const int32_t one[1] = {t};
-          tokens.push_back(x.tokenizer->Decode(one, /*skip_special=*/false));
+          // A piece as it continues the text (a SentencePiece word keeps its leading space).
+          tokens.push_back(x.tokenizer->DecodeContinuation(e.mask_id, one, /*skip_special=*/false));
         }
       }
       json c = {{"id", x.head.id},
@@ -293,9 +294,15 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   const bool starts_with_bos =
       templated && bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
   *ids = tok.Encode(text, !starts_with_bos, /*parse_special=*/templated);
-  if (ids->empty() || tok.Encode(user_text, false, false).empty()) {
-    return MakeError(400, "the prompt is empty (no tokens with " + m.id + "'s vocabulary)", "",
-                     r.chat ? "messages" : "prompt");
+  // An empty text prompt generates from BOS alone (llama.cpp, llama2.c); text that the vocabulary
+  // cannot encode at all, or an empty prompt for a tokenizer without BOS, has nothing to start
+  // from.
+  if (ids->empty() || (!user_text.empty() && tok.Encode(user_text, false, false).empty())) {
+    return MakeError(400,
+                     ids->empty()
+                         ? "the prompt is empty and " + m.id + "'s tokenizer adds no BOS"
+                         : "the prompt is empty (no tokens with " + m.id + "'s vocabulary)",
+                     "", r.chat ? "messages" : "prompt");
   }
   if (c.is_diffusion()) {
     for (int32_t id : *ids) {

@@ -1,5 +1,7 @@
 #include "backend/cpu/blas_onednn.h"
 
+#include <omp.h>
+
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -34,8 +36,10 @@ Status FromDnnlError(const dnnl::error& e, std::string_view what) {
   return InternalError(std::move(msg));
 }
 
+// threads: OpenMP threads the primitive was created for (oneDNN fixes its split at creation).
 struct CacheKey {
   int64_t m, k, n;
+  int threads;
   bool operator==(const CacheKey&) const = default;
 };
 
@@ -44,6 +48,7 @@ struct CacheKeyHash {
     uint64_t h = static_cast<uint64_t>(key.m) * 0x9E3779B97F4A7C15ull;
     h ^= static_cast<uint64_t>(key.k) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
     h ^= static_cast<uint64_t>(key.n) + 0x2545F4914F6CDD1Dull + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(key.threads) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
     return static_cast<size_t>(h);
   }
 };
@@ -175,7 +180,9 @@ StatusOr<std::unique_ptr<PackedWeight>> PackedWeight::Pack(const float* w, int64
 Status PackedWeight::Run(const float* x, int64_t m, float* y) const {
   if (m < 1) return Status::Ok();
   try {
-    const dnnl::matmul primitive = PrimitiveCache::Get().Lookup(CacheKey{m, k_, n_}, state_->desc);
+    const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    const dnnl::matmul primitive =
+        PrimitiveCache::Get().Lookup(CacheKey{m, k_, n_, threads}, state_->desc);
     const dnnl::memory::desc src(Dims{m, k_}, DataType::f32, FormatTag::ab);
     const dnnl::memory::desc dst(Dims{m, n_}, DataType::f32, FormatTag::ab);
     dnnl::memory src_mem(src, Engine(), const_cast<float*>(x));

@@ -1,5 +1,7 @@
 #include "backend/cpu/packed_gemm.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -47,7 +49,15 @@ Status PackedGemm::Run(const float* x, int64_t m, float* y) const {
   if (m <= 0) return Status::Ok();
   if (onednn_) {
     EnsureOmpThreads();
-    return onednn_->Run(x, m, y);
+    // Thread policy (core/parallel.h): a small product runs on the calling thread. The OpenMP
+    // thread count is per calling thread, so lowering it here does not affect other threads.
+    const int threads = ThreadsForFlops(2 * m * n_ * k_);
+    const int before = omp_get_max_threads();
+    if (threads >= before || omp_in_parallel()) return onednn_->Run(x, m, y);
+    omp_set_num_threads(threads);
+    Status s = onednn_->Run(x, m, y);
+    omp_set_num_threads(before);
+    return s;
   }
   const auto* w = static_cast<const float*>(plain_.get());
   if (provider_ == GemmProvider::kReference) {

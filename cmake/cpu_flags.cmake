@@ -1,0 +1,47 @@
+# Code-generation flags for the whole program: one portable x86-64 baseline, never -march=native by
+# default, so that a binary built on one machine runs, and computes the same thing, on every
+# x86-64-v3 or newer CPU. Wider instruction sets are used where they pay, at run time: oneDNN
+# JIT-compiles its GEMM kernels for the CPU it finds (AVX-512, AVX512-BF16/VNNI, AMX), and unmask's
+# own kernels dispatch on CPUID (src/backend/cpu/cpu_isa.h). docs/benchmarks.md ("Build flags")
+# has the measurements behind the choice.
+#
+# GCC 12 wrong-code bug (seen with GCC 12.2, Debian 12): when the tuning allows 256-bit
+# "by pieces" moves and stores, a non-uniform constant (e.g. the 32-byte initializer of
+# std::vector<int64_t>{1, 1, 0, 0}) is stored as a vpbroadcastq of its first element. Every
+# -march/-mtune with AVX-512-era tuning enables those moves: -march=native on Zen 4/5 and on Intel
+# Xeons (which GCC 12 names rocketlake), -march=x86-64-v4, and even -march=x86-64-v3 with
+# -mtune=icelake-server or -mstore-max=256; -mno-avx512f alone does not help on Intel. Limiting
+# by-pieces moves and stores to 128 bits avoids the faulty path in every case tried
+# (tests/core/compiler_test.cc and tests/core/compiler_avx512_test.cc check it in each build).
+include(CheckCXXCompilerFlag)
+
+set(UNMASK_CPU_BASELINE "x86-64-v3" CACHE STRING
+    "-march for the whole program (x86-64-v3: AVX2, FMA, F16C, BMI2; the minimum supported CPU)")
+option(UNMASK_NATIVE "Compile for the build machine's CPU (-march=native; the binary then needs it)"
+       OFF)
+
+set(UNMASK_CPU_FLAGS "")
+set(UNMASK_GCC12_GUARD_FLAGS "")
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  if(UNMASK_NATIVE)
+    list(APPEND UNMASK_CPU_FLAGS -march=native)
+  else()
+    list(APPEND UNMASK_CPU_FLAGS -march=${UNMASK_CPU_BASELINE} -mtune=generic)
+  endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    check_cxx_compiler_flag("-mmove-max=128 -mstore-max=128" UNMASK_HAVE_MOVE_MAX)
+    if(UNMASK_HAVE_MOVE_MAX)
+      set(UNMASK_GCC12_GUARD_FLAGS -mmove-max=128 -mstore-max=128)
+      list(APPEND UNMASK_CPU_FLAGS ${UNMASK_GCC12_GUARD_FLAGS})
+    endif()
+  endif()
+endif()
+
+# Flags of the translation units that hold AVX-512 kernels (selected at run time, never called on
+# a CPU without AVX-512 F/BW/DQ/VL): x86-64-v4's features with generic tuning, plus the guard.
+set(UNMASK_AVX512_FLAGS "")
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(UNMASK_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mtune=generic
+                          ${UNMASK_GCC12_GUARD_FLAGS})
+endif()
+message(STATUS "unmask CPU flags: ${UNMASK_CPU_FLAGS}; AVX-512 kernels: ${UNMASK_AVX512_FLAGS}")
