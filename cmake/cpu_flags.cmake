@@ -1,9 +1,9 @@
 # Code-generation flags for the whole program: one portable x86-64 baseline, never -march=native by
 # default, so that a binary built on one machine runs, and computes the same thing, on every
-# x86-64-v3 or newer CPU. Wider instruction sets are used where they pay, at run time: oneDNN
-# JIT-compiles its GEMM kernels for the CPU it finds (AVX-512, AVX512-BF16/VNNI, AMX), and unmask's
-# own kernels dispatch on CPUID (src/backend/cpu/cpu_isa.h). docs/benchmarks.md ("Build flags")
-# has the measurements behind the choice.
+# x86-64-v3 or newer CPU. Wider instruction sets are used at run time where the libraries dispatch:
+# oneDNN JIT-compiles its GEMM kernels for the CPU it finds (AVX-512, AVX512-BF16/VNNI, AMX).
+# unmask's own kernels run their AVX2 tier; their AVX-512 tier is built only with
+# UNMASK_CPU_BASELINE=x86-64-v4 (measured in docs/benchmarks.md, "Build flags and threads").
 #
 # GCC 12 wrong-code bug (seen with GCC 12.2, Debian 12): when the tuning allows 256-bit
 # "by pieces" moves and stores, a non-uniform constant (e.g. the 32-byte initializer of
@@ -37,8 +37,10 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   endif()
 endif()
 
-# Flags of the translation units that hold AVX-512 kernels (selected at run time, never called on
-# a CPU without AVX-512 F/BW/DQ/VL): x86-64-v4's features with generic tuning, plus the guard.
+# Flags for translation units of AVX-512 kernels that are to be selected at run time (CPUID,
+# src/backend/cpu/cpu_isa.h), never called on a CPU without AVX-512 F/BW/DQ/VL: x86-64-v4's
+# features with generic tuning, plus the guard. No product code uses them yet;
+# tests/core/compiler_avx512_test.cc is built with them so that they are known to be safe.
 set(UNMASK_AVX512_FLAGS "")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(UNMASK_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mtune=generic

@@ -133,9 +133,18 @@ Status Scheduler::Validate(size_t index, const GenerationRequest& req) const {
   if (c.is_diffusion()) {
     const Tokenizer& tok = *em->tokenizer;
     const DiffusionTokenIds ids{tok.special().mask, tok.special().eos, tok.special().eot};
-    return DiffusionDecoder::Create(RequestDiffusionParams(req), ids, req.prompt, c.context_length,
-                                    c.vocab_size, c.shift_logits)
-        .status();
+    const DiffusionParams p = RequestDiffusionParams(req);
+    UNMASK_RETURN_IF_ERROR(
+        DiffusionDecoder::Create(p, ids, req.prompt, c.context_length, c.vocab_size, c.shift_logits)
+            .status());
+    // More steps than tokens is the reference's behaviour (the extra forwards commit nothing), but
+    // a served request may not cost more forwards than the longest request the context allows.
+    if (p.commit == CommitRule::kFixed && p.steps > c.context_length) {
+      return InvalidArgumentError(
+          "steps (" + std::to_string(p.steps) + ") exceeds the model's context length (" +
+          std::to_string(c.context_length) + "), the most forwards a request may take");
+    }
+    return Status::Ok();
   }
   const int64_t prompt = static_cast<int64_t>(req.prompt.size());
   if (prompt + req.max_tokens > c.context_length) {

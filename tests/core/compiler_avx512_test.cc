@@ -1,5 +1,5 @@
-// The patterns of compiler_patterns.h compiled with the flags of run-time-dispatched AVX-512 code
-// (UNMASK_AVX512_FLAGS, tests/CMakeLists.txt): such code must be as correct as the baseline. Runs
+// The patterns of compiler_patterns.h compiled with the flags for run-time-dispatched AVX-512 code
+// (UNMASK_AVX512_FLAGS, cmake/cpu_flags.cmake): such code must be as correct as the baseline. Runs
 // only on CPUs with AVX-512 F/BW/DQ/VL (elsewhere the instructions may not exist) and skips with a
 // message otherwise.
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // 16, 32 and 64 bytes whose first half (or first element) repeats and whose rest differs, built
 // the ways product code builds them (std::vector and std::array initializers, structs, local
 // tables), each returned from a noinline function so that the constant is really materialised.
-// Included by compiler_test.cc (the project's flags) and compiler_avx512_test.cc (the flags of
+// Included by compiler_test.cc (the project's flags) and compiler_avx512_test.cc (the flags for
 // run-time-dispatched AVX-512 code); a wrong build shows a broadcast first element.
 #ifndef UNMASK_TESTS_CORE_COMPILER_PATTERNS_H_
 #define UNMASK_TESTS_CORE_COMPILER_PATTERNS_H_

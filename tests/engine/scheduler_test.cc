@@ -289,6 +289,13 @@ TEST(SchedulerTest, ValidateRefusesWhatCannotRun) {
   GenerationRequest bad_steps = DiffusionRequest("Once", 32);
   bad_steps.diffusion.steps = 3;  // not a multiple of the 2 blocks
   EXPECT_EQ(s.Validate(dl, bad_steps).code(), StatusCode::kInvalidArgument);
+  // More steps than tokens runs as the reference does, but no more forwards than the context.
+  GenerationRequest many_steps = DiffusionRequest("Once", 32);
+  many_steps.diffusion.steps = 64;
+  EXPECT_TRUE(s.Validate(dl, many_steps).ok());
+  const int64_t context = Twin("llada").model->config().context_length;
+  many_steps.diffusion.steps = 2 * context;  // 2 blocks: divisible
+  EXPECT_EQ(s.Validate(dl, many_steps).code(), StatusCode::kInvalidArgument);
   GenerationRequest zero = ArRequest("Once", 4);
   zero.max_tokens = 0;
   EXPECT_EQ(s.Validate(ar, zero).code(), StatusCode::kInvalidArgument);
