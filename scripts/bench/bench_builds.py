@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Compares unmask binaries (builds with other flags, or the previous commit) and thread counts on
-the shipped and test models, in one run, interleaved so that machine drift hits every binary alike.
+"""Compares unmask binaries and thread counts on the shipped and test models, in one run.
+
+Binaries: builds with other flags, or the previous commit. Runs are interleaved (and every other
+round reversed) so that machine drift hits every binary alike.
 
   .venv/bin/python scripts/bench/bench_builds.py --bin old=/tmp/old/bin/unmask \\
       --bin new=build/release/bin/unmask [--rounds 2] [--threads 1,2,default] [--cases ...]
 
 Each row is one (model, setting); each cell the median over rounds of `unmask bench`'s tokens/s
 (decode tokens/s for AR models; generation tokens/s for diffusion models), with the ratio to the
-first binary (or, with one binary, to -t 1). Progress goes to stderr, the markdown table to stdout.
+first binary, or with one binary the ratio to the same model at the first --threads setting. Progress goes to stderr, the markdown table to stdout.
 The CPU model is printed with the table: figures are only comparable on the same machine class.
 """
 from __future__ import annotations
@@ -69,7 +71,8 @@ def run_once(binary: str, model: str, flags: list[str], threads: str) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
+                                 epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", action="append", required=True, metavar="NAME=PATH",
                     help="a binary to compare (repeatable; the first is the baseline)")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (median reported)")
@@ -84,7 +87,14 @@ def main() -> int:
         if not path or not os.access(path, os.X_OK):
             ap.error(f"--bin {b}: expected NAME=PATH to an executable")
         bins.append((name, path))
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     threads = [t.strip() for t in args.threads.split(",") if t.strip()]
+    for t in threads:
+        if t != "default" and not (t.isdigit() and int(t) >= 1):
+            ap.error(f"--threads: '{t}' is not a positive integer or 'default'")
+    if not threads:
+        ap.error("--threads: give at least one setting")
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     for c in cases:
         if c not in CASES:
@@ -122,6 +132,8 @@ def main() -> int:
     head = ["model", "threads"] + [b for b, _ in bins]
     if len(bins) > 1:
         head += [f"{b} / {bins[0][0]}" for b, _ in bins[1:]]
+    else:
+        head += [f"vs -t {threads[0]}"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * 2 + "---:|" * (len(head) - 2))
     for case in cases:
@@ -133,6 +145,9 @@ def main() -> int:
             cells = [f"{m:,.1f}" for m in med]
             if len(bins) > 1:
                 cells += [f"{m / med[0]:.2f}x" for m in med[1:]]
+            else:
+                first = results.get((case, threads[0], bins[0][0]))
+                cells += [f"{med[0] / statistics.median(first):.2f}x" if first else ""]
             print(f"| {case} | {t} | " + " | ".join(cells) + " |")
     return 0
 

@@ -7,9 +7,10 @@
 #include <cstdint>
 
 // Three tiers, chosen at compile time:
-//   UNMASK_HAVE_AVX512: AVX-512 F/BW/DQ/VL (masked 16-bit loads, reductions). Note that the
-//                       project build passes -mno-avx512f on GCC < 13 (a GCC 12 wrong-code bug,
-//                       see CMakeLists.txt), so with GCC 12 the AVX2 tier is the one that runs.
+//   UNMASK_HAVE_AVX512: AVX-512 F/BW/DQ/VL (masked 16-bit loads, reductions). Built only with
+//                       -DUNMASK_CPU_BASELINE=x86-64-v4 or -DUNMASK_NATIVE=ON on an AVX-512 CPU;
+//                       the default portable build (x86-64-v3, cmake/cpu_flags.cmake) runs the
+//                       AVX2 tier on every CPU.
 //   UNMASK_HAVE_AVX2:   AVX2 + FMA (+ F16C where used), 8 lanes.
 //   neither:            portable scalar loops.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)

@@ -186,8 +186,10 @@ TEST(ArCliTest, Stories260kBenchPrintsBandwidth) {
 
 // What the user sees equals llama2.c's run.c (temperature 0, 256 steps): the prompt followed by
 // generate's text, for every prompt of the reference file, the empty one (generation from BOS)
-// included. run.c stops at the next BOS (a new story); generate goes on, so the reference is a
-// prefix. The continuation keeps SentencePiece's leading space (" They saw ...").
+// included, exactly. run.c generates 257 - (prompt tokens with BOS) tokens and stops early when the
+// model emits BOS (the story separator of stories260K); unmask, like llama.cpp, ends only at
+// EOS/EOT, so -n is set to where run.c stops. The continuation keeps SentencePiece's leading space
+// (" They saw ..."), both in --json and in the streamed text.
 TEST(ArCliTest, Stories260kPromptPlusTextIsTheLlama2cOutput) {
   UNMASK_REQUIRE_SHARED_DATA(stories, "models/stories260K.gguf");
   UNMASK_REQUIRE_SHARED_DATA(expected_path, "models/stories260K_expected_greedy_runc.txt");
@@ -203,19 +205,20 @@ TEST(ArCliTest, Stories260kPromptPlusTextIsTheLlama2cOutput) {
   ASSERT_EQ(cases.size(), 4u);
   for (auto& [prompt, text] : cases) {
     while (!text.empty() && text.back() == '\n') text.pop_back();
-    for (const bool json : {true, false}) {
-      const auto r = RunUnmask("generate -m " + stories + " -p '" + prompt +
-                               "' -n 256 --ignore-eos -t 1" + (json ? " --json" : ""));
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-      std::string got = r.out;
-      if (json) {
-        const auto j = nlohmann::json::parse(r.out, nullptr, false);
-        ASSERT_TRUE(j.is_object()) << r.out;
-        got = j["text"].get<std::string>();
-      }
-      EXPECT_EQ((prompt + got).substr(0, text.size()), text)
-          << "prompt [" << prompt << "]" << (json ? " (--json)" : " (streamed)");
+    const std::string base = "generate -m " + stories + " -p '" + prompt + "' --ignore-eos -t 1";
+    const nlohmann::json full = Json(RunUnmask(base + " -n 256 --json"));
+    ASSERT_TRUE(full.is_object());
+    const auto ids = full["output_ids"].get<std::vector<int32_t>>();
+    size_t n = 257 - full["prompt_ids"].size();
+    for (size_t i = 0; i < n && i < ids.size(); ++i) {
+      if (ids[i] == 1) n = i;  // run.c stops at BOS
     }
+    const nlohmann::json j = Json(RunUnmask(base + " -n " + std::to_string(n) + " --json"));
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(prompt + j["text"].get<std::string>(), text) << "prompt [" << prompt << "]";
+    const auto streamed = RunUnmask(base + " -n " + std::to_string(n));
+    ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+    EXPECT_EQ(prompt + streamed.out, text + "\n") << "prompt [" << prompt << "] (streamed)";
   }
 }
 

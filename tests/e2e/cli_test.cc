@@ -102,6 +102,25 @@ TEST(CliTest, TokenizeAgreesWithGenerate) {
   EXPECT_EQ(plain.out, expected + "\n");
 }
 
+// Steps as the LLaDA reference runs them: more steps than tokens are forwards that commit nothing
+// (NFE = steps, same tokens as one step per token); without --steps a short output gets one step
+// per token rather than 128 forwards.
+TEST(CliTest, StepsBeyondGenLengthRunAsTheReferenceAndTheDefaultFollowsShortOutputs) {
+  const std::string base = "generate -m " + Model() + " --prompt-ids 1,2,3 -n 8 --block-length 8 ";
+  const auto one = nlohmann::json::parse(RunCli(base + "--steps 8 --json").out, nullptr, false);
+  const auto two = nlohmann::json::parse(RunCli(base + "--steps 16 --json").out, nullptr, false);
+  const auto dflt = nlohmann::json::parse(RunCli(base + "--json").out, nullptr, false);
+  ASSERT_TRUE(one.is_object() && two.is_object() && dflt.is_object());
+  EXPECT_EQ(one["nfe"], 8);
+  EXPECT_EQ(two["nfe"], 16);
+  EXPECT_EQ(two["output_ids"], one["output_ids"]);  // the extra steps commit nothing
+  EXPECT_EQ(dflt["nfe"], 8);
+  EXPECT_EQ(dflt["output_ids"], one["output_ids"]);
+  const Result empty_ids = RunCli("generate -m " + Model() + " --prompt-ids ''");
+  EXPECT_EQ(empty_ids.exit_code, 1);
+  EXPECT_NE(empty_ids.err.find("--prompt-ids is empty"), std::string::npos) << empty_ids.err;
+}
+
 TEST(CliTest, TextEndsAtTheFirstEndOfGenerationToken) {
   const Result r = RunCli("generate -m " + Model() +
                           " --prompt-ids 1,2,3 -n 16 --steps 16 --block-length 16 --json");

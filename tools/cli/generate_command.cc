@@ -102,6 +102,10 @@ int GenerateCommand::Run() const {
   // -p "" is a prompt: generation starts from BOS alone, as in llama2.c and llama.cpp.
   const CLI::Option* prompt_opt = cli != nullptr ? cli->get_option_no_throw("--prompt") : nullptr;
   const bool prompt_given = !prompt.empty() || (prompt_opt != nullptr && prompt_opt->count() > 0);
+  const CLI::Option* ids_opt = cli != nullptr ? cli->get_option_no_throw("--prompt-ids") : nullptr;
+  if (ids_opt != nullptr && ids_opt->count() > 0 && prompt_ids.empty()) {
+    return Fail(InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
+  }
   if (!prompt_given && prompt_ids.empty()) {
     return Fail(InvalidArgumentError(
         "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));

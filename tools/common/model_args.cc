@@ -1,5 +1,6 @@
 #include "common/model_args.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
@@ -66,13 +67,14 @@ void DiffusionArgs::AddTo(CLI::App& app) {
   app.add_option("-n,--gen-length", params.gen_length, "tokens to generate after the prompt")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
-  app.add_option("--steps", params.steps,
-                 "denoising steps (forward passes) in total; must be divisible by "
-                 "gen_length / block_length. steps == gen_length commits one token per step; "
-                 "more steps than masked tokens run forwards that commit nothing (as the LLaDA "
-                 "reference does)")
-      ->check(IntegerIn(1, kMaxLength))
-      ->capture_default_str();
+  steps_option =
+      app.add_option("--steps", params.steps,
+                     "denoising steps (forward passes) in total (default: 128, or gen_length when "
+                     "that is shorter); must be divisible by gen_length / block_length. steps == "
+                     "gen_length commits one token per step; more steps than masked tokens run "
+                     "forwards that commit nothing (as the LLaDA reference does)")
+          ->check(IntegerIn(1, kMaxLength))
+          ->capture_default_str();
   app.add_option("--block-length", params.block_length,
                  "semi-autoregressive block size; must divide gen_length (== gen_length: one "
                  "block, pure diffusion)")
@@ -180,6 +182,8 @@ StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   if (!c) return InvalidArgumentError("unknown --cache '" + cache + "'");
   p.cache = *c;
   auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  // Without --steps a short output gets one step per token, not 128 forwards (the server's rule).
+  if (!given(steps_option)) p.steps = std::min(p.steps, p.gen_length);
   std::string rule = commit;
   if (rule.empty()) {
     rule = given(low_threshold_option) ? "hierarchy"

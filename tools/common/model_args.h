@@ -41,6 +41,7 @@ struct DiffusionArgs {
   std::string remasking = "low_confidence";
   std::string cache = "none";
   std::string commit;  // "" = fixed, or implied by --threshold / --factor / --low-threshold
+  CLI::Option* steps_option = nullptr;
   CLI::Option* threshold_option = nullptr;
   CLI::Option* factor_option = nullptr;
   CLI::Option* low_threshold_option = nullptr;
@@ -49,8 +50,9 @@ struct DiffusionArgs {
 
   void AddTo(CLI::App& app);
   // params with the remasking, cache and commit names resolved (--threshold alone implies
-  // --commit threshold, --factor factor, --low-threshold hierarchy). InvalidArgument for an
-  // unknown name, or for parameters of a rule other than the chosen one.
+  // --commit threshold, --factor factor, --low-threshold hierarchy) and, without --steps, steps =
+  // min(128, gen_length) (one token per step for short outputs). InvalidArgument for an unknown
+  // name, or for parameters of a rule other than the chosen one.
   StatusOr<DiffusionParams> Resolve() const;
 };
 
