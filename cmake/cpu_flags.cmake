@@ -59,4 +59,4 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(UNMASK_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mtune=generic
                           ${UNMASK_GCC12_GUARD_FLAGS})
 endif()
-message(STATUS "unmask CPU flags: ${UNMASK_CPU_FLAGS}; AVX-512 kernels: ${UNMASK_AVX512_FLAGS}")
+message(STATUS "unmask CPU flags: ${UNMASK_CPU_FLAGS} (AVX-512 test code: ${UNMASK_AVX512_FLAGS})")

@@ -228,6 +228,11 @@ TEST(ArCliTest, EmptyPromptStartsFromBos) {
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j["prompt_ids"], nlohmann::json::array({0}));  // the twin's BOS
   EXPECT_EQ(j["output_ids"].size(), 8u);
+  // --prompt= (empty after '=') is the same empty prompt; it does not swallow the next flag.
+  const nlohmann::json eq =
+      Json(RunUnmask("generate -m " + testing::TwinPath("ar") + " --prompt= --json -n 8 -t 1"));
+  ASSERT_TRUE(eq.is_object());
+  EXPECT_EQ(eq["prompt_ids"], nlohmann::json::array({0}));
   // Without -p at all there is still no prompt.
   const auto none = RunUnmask("generate -m " + testing::TwinPath("ar") + " -n 8 -t 1");
   EXPECT_EQ(none.exit_code, 1);

@@ -354,6 +354,14 @@ def t_errors(url, client):
         s, h, obj, data = raw_json(url, method, path, {} if method == "POST" else None)
         check(s == 404 and is_error_object(obj), f"{method} {path} -> 404 error object",
               f"{s} {data[:300]!r}")
+    # steps beyond the tokens run as the reference, but not beyond the context (cost bound)
+    s, h, obj, data = raw_json(url, "POST", "/v1/completions",
+                               {"model": LLADA_ID, "prompt": PROMPT, "max_tokens": 8,
+                                "block_length": 8, "steps": 100000})
+    check(s == 400 and is_error_object(obj) and "steps" in obj["error"]["message"],
+          "diffusion steps above the context -> 400 naming steps", f"{s} {data[:300]!r}")
+    r = complete(client, LLADA_ID, max_tokens=8, extra_body={"block_length": 8, "steps": 16})
+    check(r.choices[0].text != "", "diffusion steps 16 for 8 tokens runs")
     # unknown fields are ignored
     r = complete(client, AR_ID, max_tokens=4, extra_body={"frobnicate": 3})
     check(r.choices[0].text != "", "unknown field ignored")

@@ -1,6 +1,9 @@
 // unmask: command-line entry point. Results go to stdout, progress and errors to stderr.
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/arena/arena_command.h"
 #include "cli/bench_command.h"
@@ -107,8 +110,21 @@ int main(int argc, char** argv) {
             "--help')");
     return 2;
   }
+  // CLI11 reads "--prompt=" (an empty value after '=') as a flag without a value and takes the
+  // next argument as its value; pass it as "--prompt" "" instead, which it reads as empty.
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
+        args[i].find('=') == args[i].size() - 1) {
+      args[i].pop_back();
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::string());
+      ++i;
+    }
+  }
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
