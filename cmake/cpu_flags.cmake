@@ -1,5 +1,5 @@
 # Code-generation flags for the whole program: one portable x86-64 baseline, never -march=native by
-# default, so that a binary built on one machine runs, and computes the same thing, on every
+# default, so that a binary built on one machine runs, with the same code of its own, on every
 # x86-64-v3 or newer CPU. Wider instruction sets are used at run time where the libraries dispatch:
 # oneDNN JIT-compiles its GEMM kernels for the CPU it finds (AVX-512, AVX512-BF16/VNNI, AMX).
 # unmask's own kernels run their AVX2 tier; their AVX-512 tier is built only with
