@@ -119,7 +119,8 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
           tokens.push_back(nullptr);
         } else {
           const int32_t one[1] = {t};
-          // A piece as it continues the text (a SentencePiece word keeps its leading space).
+          // A piece as it continues the text (a SentencePiece word keeps its leading space): any
+          // previous token other than BOS keeps it; the mask id is one.
           tokens.push_back(x.tokenizer->DecodeContinuation(e.mask_id, one, /*skip_special=*/false));
         }
       }
