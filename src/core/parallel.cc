@@ -19,20 +19,20 @@ void SetNumThreads(int n) {
 
 int GetNumThreads() { return g_num_threads > 0 ? g_num_threads : omp_get_max_threads(); }
 
+namespace {
+// One thread per `per_thread` of work, at least 1 and at most GetNumThreads().
+int ThreadsFor(int64_t work, int64_t per_thread) {
+  return static_cast<int>(std::clamp<int64_t>(work / per_thread, 1, GetNumThreads()));
+}
+}  // namespace
+
 int64_t GrainForBytes(int64_t bytes_per_item) {
-  return std::max<int64_t>(1, (kMinParallelBytes + std::max<int64_t>(1, bytes_per_item) - 1) /
-                                  std::max<int64_t>(1, bytes_per_item));
+  const int64_t b = std::max<int64_t>(1, bytes_per_item);
+  return (kMinParallelBytes + b - 1) / b;
 }
 
-int ThreadsForBytes(int64_t bytes) {
-  const int64_t worth = std::max<int64_t>(1, bytes / kMinParallelBytes);
-  return static_cast<int>(std::min<int64_t>(GetNumThreads(), worth));
-}
-
-int ThreadsForFlops(int64_t flops) {
-  const int64_t worth = std::max<int64_t>(1, flops / kMinParallelFlops);
-  return static_cast<int>(std::min<int64_t>(GetNumThreads(), worth));
-}
+int ThreadsForBytes(int64_t bytes) { return ThreadsFor(bytes, kMinParallelBytes); }
+int ThreadsForFlops(int64_t flops) { return ThreadsFor(flops, kMinParallelFlops); }
 
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

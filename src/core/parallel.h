@@ -20,7 +20,7 @@ int HardwareThreads();
 // gets at least kMinParallelBytes of memory traffic, about 20 us of one core's work at the
 // 10-15 GB/s one core streams. Tiny models (stories260K: 64-wide layers, 1-16 KB per op) then run
 // every op on one thread whatever --threads says, and are never slower than -t 1; large ops use
-// all threads. Measured per model in docs/benchmarks.md ("Threads").
+// all threads. Measured per model in docs/benchmarks.md ("Build flags and threads").
 inline constexpr int64_t kMinParallelBytes = 256 * 1024;
 
 // Matrix products: split only with >= kMinParallelFlops per thread (about 10 us of one core's
