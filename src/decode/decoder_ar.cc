@@ -109,7 +109,9 @@ bool ArDecoder::Commit(int32_t t, ArStepResult* result) {
   return finish_ == ArFinish::kNone;
 }
 
-Status ArDecoder::Update(const TensorView& logits, ArStepResult* result) {
+Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
+  ArStepResult scratch;
+  ArStepResult* result = out != nullptr ? out : &scratch;
   if (!planned_) return FailedPreconditionError("AR decoder: Update() without a Plan()");
   const int64_t rows = static_cast<int64_t>(rows_.size());
   if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
@@ -118,8 +120,9 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* result) {
                                 std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
   }
   planned_ = false;
+  result->Reset();
+  result->step = nfe_;
   ++nfe_;
-  result->tokens.clear();
   const int64_t k = static_cast<int64_t>(draft_.tokens.size());
   result->drafted = k;
   result->accepted = 0;

@@ -17,12 +17,14 @@
 #define UNMASK_DECODE_DECODER_AR_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "decode/decoder.h"
 #include "decode/drafter.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
@@ -48,15 +50,11 @@ struct ArTokenIds {
   int32_t eot = -1;
 };
 
-enum class ArFinish { kNone, kEos, kLength, kContext, kStopped };
+using ArFinish = DecodeFinish;
 std::string_view ArFinishName(ArFinish f);  // "", "stop", "length", "length", "stop"
 
-// What one Update committed.
-struct ArStepResult {
-  std::vector<int32_t> tokens;  // committed this step, in order (1 without a drafter)
-  int64_t drafted = 0;          // tokens proposed for this step
-  int64_t accepted = 0;         // of which accepted
-};
+// What one Update committed: DecodeStep's tokens (1 without a drafter), drafted and accepted.
+using ArStepResult = DecodeStep;
 
 // Speculative decoding counters.
 struct SpeculativeStats {
@@ -68,7 +66,7 @@ struct SpeculativeStats {
   }
 };
 
-class ArDecoder {
+class ArDecoder final : public Decoder {
  public:
   // `drafter` may be null (plain decoding); not owned. The KV cache sequence is `kv_seq`.
   // Errors: ValidateSamplingParams errors; InvalidArgument for an empty prompt, a prompt id
@@ -79,22 +77,32 @@ class ArDecoder {
                                     int64_t vocab_size, Drafter* drafter = nullptr,
                                     int32_t kv_seq = 0);
 
-  bool Done() const { return finish_ != ArFinish::kNone; }
-  ArFinish finish() const { return finish_; }
+  DecoderKind kind() const override { return DecoderKind::kAr; }
+  bool Done() const override { return finish_ != ArFinish::kNone; }
+  ArFinish finish() const override { return finish_; }
   // The forward this step needs (runs the drafter first when there is one). The plan's spans
   // point into the decoder until the next Update. Errors: the drafter's; FailedPrecondition after
   // Done().
-  StatusOr<const BatchPlan*> Plan();
-  // Consumes logits [Plan()->num_logit_rows(), vocab] and commits tokens.
+  StatusOr<const BatchPlan*> Plan() override;
+  // Consumes logits [Plan()->num_logit_rows(), vocab] and commits tokens (result may be null).
   // Errors: InvalidArgument for logits of the wrong shape; FailedPrecondition without a Plan().
-  Status Update(const TensorView& logits, ArStepResult* result);
+  Status Update(const TensorView& logits, ArStepResult* result) override;
   // Ends generation now (e.g. a stop string was found in the text): finish() = kStopped.
-  void Stop() { finish_ = ArFinish::kStopped; }
+  void Stop() override { finish_ = ArFinish::kStopped; }
 
+  bool needs_kv_cache() const override { return true; }
+  int32_t kv_seq() const override { return kv_seq_; }
+  // Only before the first Plan(): the cache sequence holds this decoder's prefix.
+  void set_kv_seq(int32_t seq) override { kv_seq_ = seq; }
   std::span<const int32_t> tokens() const { return tokens_; }  // prompt + generated
-  std::span<const int32_t> generated() const;
-  int64_t prompt_length() const { return prompt_length_; }
-  int64_t nfe() const { return nfe_; }  // target forwards, prefill included
+  std::span<const int32_t> generated() const override;
+  int64_t prompt_length() const override { return prompt_length_; }
+  int64_t nfe() const override { return nfe_; }  // target forwards, prefill included
+  int64_t step_positions() const override { return 1; }
+  // Gives the decoder ownership of the drafter it was created with (the factory's lookup
+  // drafter); `drafter` must be the one passed to Create.
+  void AdoptDrafter(std::unique_ptr<Drafter> drafter) { owned_drafter_ = std::move(drafter); }
+  const Drafter* drafter() const { return drafter_; }
   const SpeculativeStats& speculative() const { return spec_; }
   const ArParams& params() const { return params_; }
 
@@ -107,6 +115,7 @@ class ArDecoder {
   ArTokenIds ids_;
   Sampler sampler_{SamplingParams{}};
   Drafter* drafter_ = nullptr;
+  std::unique_ptr<Drafter> owned_drafter_;
   int32_t kv_seq_ = 0;
   int64_t prompt_length_ = 0;
   int64_t context_length_ = 0;

@@ -89,6 +89,7 @@ void DiffusionDecoder::Advance(DiffusionStepResult* result) {
       }
       if (result != nullptr) result->early_stopped = block_ + 1 < params_.num_blocks();
       done_ = true;
+      finish_ = DecodeFinish::kEos;
       return;
     }
   }
@@ -98,10 +99,18 @@ void DiffusionDecoder::Advance(DiffusionStepResult* result) {
   while (!fixed && block_ < params_.num_blocks() && BlockMasks(block_) == 0) ++block_;
   if (block_ >= params_.num_blocks()) {
     done_ = true;
+    finish_ = DecodeFinish::kLength;
     block_ = params_.num_blocks() - 1;
     return;
   }
   StartBlock();
+}
+
+void DiffusionDecoder::Stop() {
+  if (done_) return;
+  done_ = true;
+  finish_ = DecodeFinish::kStopped;
+  planned_ = false;
 }
 
 std::span<const int32_t> DiffusionDecoder::generated() const {
@@ -114,7 +123,8 @@ int64_t DiffusionDecoder::num_masked() const {
   return n;
 }
 
-const BatchPlan& DiffusionDecoder::Plan() {
+StatusOr<const BatchPlan*> DiffusionDecoder::Plan() {
+  if (done_) return FailedPreconditionError("diffusion decoder: Plan() after the last step");
   const int64_t begin = BlockBegin(block_);
   const int64_t end = begin + params_.block_length;
   const int64_t length = static_cast<int64_t>(canvas_.size());
@@ -166,7 +176,7 @@ const BatchPlan& DiffusionDecoder::Plan() {
   plan_.sequences.push_back(seq);
   if (params_.cfg_scale > 0) plan_.sequences.push_back(SequenceInput{uncond_, 0, logit_rows_});
   planned_ = true;
-  return plan_;
+  return &plan_;
 }
 
 Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* result) {
@@ -253,10 +263,9 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
       break;
   }
   if (result != nullptr) {
+    result->Reset();
     result->step = step_;
     result->block = block;
-    result->committed_positions.clear();
-    result->early_stopped = false;
   }
   for (int32_t r : chosen) {
     const int32_t pos = rows_[static_cast<size_t>(r)];

@@ -47,6 +47,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "decode/commit_rules.h"
+#include "decode/decoder.h"
 #include "decode/diffusion_params.h"
 #include "model/model.h"
 
@@ -59,18 +60,12 @@ struct DiffusionTokenIds {
   int32_t eot = -1;
 };
 
-// What one Update did.
-struct DiffusionStepResult {
-  int64_t step = 0;                          // global step index (0-based) = forwards before it
-  int64_t block = 0;                         // block index
-  std::vector<int32_t> committed_positions;  // absolute canvas positions, in commit order
-  bool early_stopped = false;                // this step ended generation by early stop
-};
+// What one Update did: DecodeStep's step (global, 0-based), block, committed_positions (absolute
+// canvas positions, in commit order) and early_stopped.
+using DiffusionStepResult = DecodeStep;
 
-class DiffusionDecoder {
+class DiffusionDecoder final : public Decoder {
  public:
-  // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt id outside
-  // [0, vocab_size), a missing mask token, or logits_eos_inf without an EOS token.
   // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt id outside
   // [0, vocab_size), a missing mask token, or logits_eos_inf without an EOS token.
   // shift_logits: the model's ModelConfig::shift_logits (Dream).
@@ -78,36 +73,43 @@ class DiffusionDecoder {
                                            std::span<const int32_t> prompt, int64_t context_length,
                                            int64_t vocab_size, bool shift_logits = false);
 
-  bool Done() const { return done_; }
+  DecoderKind kind() const override { return DecoderKind::kDiffusion; }
+  bool Done() const override { return done_; }
+  // kEos after an early stop, kLength once the canvas is full, kStopped after Stop().
+  DecodeFinish finish() const override { return finish_; }
+  void Stop() override;
   // True when Plan() uses a KV cache (params().cache != none): the caller passes one with at
   // least kv_seq() + 1 sequences to every Forward of this decoder.
-  bool needs_kv_cache() const { return params_.cache != CacheMode::kNone; }
+  bool needs_kv_cache() const override { return params_.cache != CacheMode::kNone; }
   // The KV cache sequence this decoder's plans use (default 0; batched decoding gives each
   // decoder its own).
-  int32_t kv_seq() const { return kv_seq_; }
-  void set_kv_seq(int32_t seq) { kv_seq_ = seq; }
+  int32_t kv_seq() const override { return kv_seq_; }
+  void set_kv_seq(int32_t seq) override { kv_seq_ = seq; }
   // The forward this step needs. Its spans point into the decoder and stay valid until the next
   // Update. Logit rows: cache none: every masked position before the current block's end
   // (conditional canvas first, then the unconditional one when cfg_scale > 0); cached modes: the
   // current block's masked positions. Shifted-logit models get row p - 1 for position p.
-  const BatchPlan& Plan();
+  // Errors: FailedPrecondition after Done().
+  StatusOr<const BatchPlan*> Plan() override;
   // True when the planned forward is a full forward (every step without a cache; the first step of
   // each block with one).
   bool planned_full_forward() const { return full_forward_; }
   // Consumes logits [Plan().num_logit_rows(), vocab] and commits tokens.
   // Errors: InvalidArgument when the logits shape does not match the plan; FailedPrecondition
   // after Done() or when Plan() was not called for this step.
-  Status Update(const TensorView& logits, DiffusionStepResult* result);
+  Status Update(const TensorView& logits, DiffusionStepResult* result) override;
 
   const DiffusionParams& params() const { return params_; }
   const DiffusionTokenIds& token_ids() const { return ids_; }
-  int64_t prompt_length() const { return prompt_length_; }
+  int32_t mask_id() const override { return ids_.mask; }
+  int64_t prompt_length() const override { return prompt_length_; }
   // [prompt_length + gen_length]: prompt, then generated tokens (mask id where still masked).
   std::span<const int32_t> canvas() const { return canvas_; }
   // The generated part of the canvas: [gen_length].
-  std::span<const int32_t> generated() const;
+  std::span<const int32_t> generated() const override;
   int64_t step() const { return step_; }
-  int64_t nfe() const { return step_; }  // one forward pass (batched with CFG) per step
+  int64_t nfe() const override { return step_; }  // one forward pass (batched with CFG) per step
+  int64_t step_positions() const override { return static_cast<int64_t>(canvas_.size()); }
   int64_t current_block() const { return block_; }
   int64_t num_masked() const;
 
@@ -134,6 +136,7 @@ class DiffusionDecoder {
   int64_t block_ = 0;  // current block
   int64_t step_in_block_ = 0;
   bool done_ = false;
+  DecodeFinish finish_ = DecodeFinish::kNone;
   int32_t kv_seq_ = 0;
   std::vector<int32_t> rows_;        // canvas positions decoded this step (ascending)
   std::vector<int32_t> logit_rows_;  // rows of the fed tokens giving logits (ascending, unique)

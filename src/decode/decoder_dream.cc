@@ -49,7 +49,8 @@ int64_t DreamDecoder::num_masked() const {
   return n;
 }
 
-const BatchPlan& DreamDecoder::Plan() {
+StatusOr<const BatchPlan*> DreamDecoder::Plan() {
+  if (Done()) return FailedPreconditionError("Dream decoder: Plan() after the last step");
   masked_.clear();
   rows_.clear();
   row_of_.clear();
@@ -65,7 +66,7 @@ const BatchPlan& DreamDecoder::Plan() {
   plan_.sequences.clear();
   plan_.sequences.push_back(SequenceInput{canvas_, 0, rows_});
   planned_ = true;
-  return plan_;
+  return &plan_;
 }
 
 Status DreamDecoder::Update(const TensorView& logits, DreamStepResult* result) {
@@ -137,9 +138,9 @@ Status DreamDecoder::Update(const TensorView& logits, DreamStepResult* result) {
     }
   }
   if (result != nullptr) {
+    result->Reset();
     result->step = step_;
     result->num_transfer = static_cast<int64_t>(chosen.size());
-    result->committed_positions.clear();
   }
   for (int32_t c : chosen) {
     const int32_t i = candidates[static_cast<size_t>(c)];

@@ -28,21 +28,18 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "decode/decoder.h"
 #include "decode/dream_params.h"
 #include "model/model.h"
 
 namespace unmask {
 
-// What one Update did.
-struct DreamStepResult {
-  int64_t step = 0;          // 0-based
-  int64_t num_transfer = 0;  // k (origin: positions selected), including mask-id commits
-  // Absolute canvas positions written this step: origin in ascending position, the other algs
-  // best first.
-  std::vector<int32_t> committed_positions;
-};
+// What one Update did: DecodeStep's step (0-based), num_transfer (k; origin: positions selected,
+// including mask-id commits) and committed_positions (absolute canvas positions written: origin
+// in ascending position, the other algs best first).
+using DreamStepResult = DecodeStep;
 
-class DreamDecoder {
+class DreamDecoder final : public Decoder {
  public:
   // mask_id: tokenizer.ggml.mask_token_id; shift_logits: ModelConfig::shift_logits.
   // Errors: those of ValidateDreamParams; InvalidArgument for a mask id outside [0, vocab_size)
@@ -51,23 +48,34 @@ class DreamDecoder {
                                        bool shift_logits, std::span<const int32_t> prompt,
                                        int64_t context_length, int64_t vocab_size);
 
-  bool Done() const { return step_ >= params_.steps; }
+  DecoderKind kind() const override { return DecoderKind::kDream; }
+  bool Done() const override { return stopped_ || step_ >= params_.steps; }
+  DecodeFinish finish() const override {
+    return stopped_ ? DecodeFinish::kStopped
+                    : (Done() ? DecodeFinish::kLength : DecodeFinish::kNone);
+  }
+  void Stop() override { stopped_ = true; }
+  bool needs_kv_cache() const override { return false; }  // the reference has no cache
+  int32_t kv_seq() const override { return -1; }
+  void set_kv_seq(int32_t) override {}
   // The forward this step needs: the whole canvas; logit rows = the rows the masked positions
   // read (p - 1, or p without shift), deduplicated and ascending. Valid until the next Update.
-  const BatchPlan& Plan();
+  // Errors: FailedPrecondition after Done().
+  StatusOr<const BatchPlan*> Plan() override;
   // Consumes logits [Plan().num_logit_rows(), vocab] and commits tokens.
   // Errors: InvalidArgument when the logits shape does not match the plan; FailedPrecondition
   // after Done() or when Plan() was not called for this step.
-  Status Update(const TensorView& logits, DreamStepResult* result);
+  Status Update(const TensorView& logits, DreamStepResult* result) override;
 
   const DreamParams& params() const { return params_; }
-  int32_t mask_id() const { return mask_id_; }
-  int64_t prompt_length() const { return prompt_length_; }
+  int32_t mask_id() const override { return mask_id_; }
+  int64_t prompt_length() const override { return prompt_length_; }
   // [prompt_length + gen_length]: prompt, then generated tokens (mask id where still masked).
   std::span<const int32_t> canvas() const { return canvas_; }
-  std::span<const int32_t> generated() const;  // [gen_length]
+  std::span<const int32_t> generated() const override;  // [gen_length]
   int64_t step() const { return step_; }
-  int64_t nfe() const { return step_; }  // one forward pass per step
+  int64_t nfe() const override { return step_; }  // one forward pass per step
+  int64_t step_positions() const override { return static_cast<int64_t>(canvas_.size()); }
   int64_t num_masked() const;
 
  private:
@@ -87,6 +95,7 @@ class DreamDecoder {
   std::vector<int32_t> row_of_;  // [masked_.size()]: index into rows_ of each masked position
   BatchPlan plan_;
   bool planned_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace unmask

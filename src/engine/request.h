@@ -15,23 +15,21 @@
 #include <vector>
 
 #include "core/status.h"
-#include "decode/decoder_ar.h"
-#include "decode/diffusion_params.h"
+#include "decode/decoder_factory.h"
 
 namespace unmask {
 
 using SteadyClock = std::chrono::steady_clock;
 
-struct GenerationRequest {
+// The decoding options (max_tokens, ar, diffusion, dream, speculative_lookup, given, ...) are
+// settled by the decoder factory (decode/decoder_factory.h) when the request is built or
+// submitted; max_tokens is also where the text is cut.
+struct GenerationRequest : DecodeOptions {
+  GenerationRequest() { max_tokens = 16; }
   std::string id;               // for logs and metrics ("cmpl-..." in the server)
   std::vector<int32_t> prompt;  // token ids
-  int64_t max_tokens = 16;      // most tokens returned
   std::vector<std::string> stop;
-  ArParams ar;                // AR models (n_predict is set from max_tokens)
-  DiffusionParams diffusion;  // diffusion models (gen_length = max_tokens rounded up to a
-                              // multiple of block_length; the text is cut to max_tokens tokens)
-  bool speculative_lookup = false;  // AR: n-gram prompt-lookup drafting
-  bool stream_canvas = false;       // diffusion: send a kCanvas event after every step
+  bool stream_canvas = false;  // diffusion: send a kCanvas event after every step
   SteadyClock::time_point arrival = SteadyClock::now();
   SteadyClock::time_point deadline = SteadyClock::time_point::max();
 };

@@ -5,29 +5,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "decode/decoder_diffusion.h"
-#include "decode/drafter.h"
 #include "engine/scheduler_state.h"
 #include "engine/text_stream.h"
 
 namespace unmask {
-
-DiffusionParams RequestDiffusionParams(const GenerationRequest& req) {
-  DiffusionParams p = req.diffusion;
-  if (p.block_length > 0) {
-    p.gen_length = (req.max_tokens + p.block_length - 1) / p.block_length * p.block_length;
-  } else {
-    p.gen_length = req.max_tokens;
-  }
-  if (p.steps <= 0) p.steps = p.gen_length;
-  return p;
-}
-
-ArParams RequestArParams(const GenerationRequest& req) {
-  ArParams p = req.ar;
-  p.n_predict = req.max_tokens;
-  return p;
-}
 
 Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
     : options_(options), metrics_(metrics) {
@@ -90,7 +71,7 @@ StatusOr<size_t> Scheduler::AddModel(const EngineModel& m) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       ForwardStats fs;
-      UNMASK_RETURN_IF_ERROR(m.model->Forward(plan, ms->ws, logits.view(), &fs));
+      UNMASK_RETURN_IF_ERROR(m.model->Forward(plan, ms->buffers.ws, logits.view(), &fs));
       best = std::min(best, fs.ms);
     }
     return best;
@@ -121,43 +102,26 @@ EngineLoad Scheduler::Load(size_t index) const {
   return models_.at(index)->load;
 }
 
-Status Scheduler::Validate(size_t index, const GenerationRequest& req) const {
+StatusOr<BuiltDecoder> Scheduler::Build(size_t index, const GenerationRequest& req) const {
   const EngineModel* em = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (index >= models_.size()) return OutOfRangeError("unknown model index");
     em = &models_[index]->m;
   }
-  const ModelConfig& c = em->model->config();
+  // A served request returns at least one token (an AR n_predict of 0 or -1 is the CLI's).
   if (req.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
-  if (c.is_diffusion()) {
-    const Tokenizer& tok = *em->tokenizer;
-    const DiffusionTokenIds ids{tok.special().mask, tok.special().eos, tok.special().eot};
-    const DiffusionParams p = RequestDiffusionParams(req);
-    UNMASK_RETURN_IF_ERROR(
-        DiffusionDecoder::Create(p, ids, req.prompt, c.context_length, c.vocab_size, c.shift_logits)
-            .status());
-    // More steps than tokens is the reference's behaviour (the extra forwards commit nothing), but
-    // a served request may not cost more forwards than the longest request the context allows.
-    if (p.commit == CommitRule::kFixed && p.steps > c.context_length) {
-      return InvalidArgumentError(
-          "steps (" + std::to_string(p.steps) + ") exceeds the model's context length (" +
-          std::to_string(c.context_length) + "), the most forwards a request may take");
-    }
-    return Status::Ok();
-  }
-  const int64_t prompt = static_cast<int64_t>(req.prompt.size());
-  if (prompt + req.max_tokens > c.context_length) {
-    return OutOfRangeError("the prompt (" + std::to_string(prompt) + " tokens) + max_tokens (" +
-                           std::to_string(req.max_tokens) + ") exceed the context of " +
-                           std::to_string(c.context_length) + " tokens");
-  }
-  const ArTokenIds ids{em->tokenizer->special().eos, em->tokenizer->special().eot};
-  return ArDecoder::Create(RequestArParams(req), ids, req.prompt, c.context_length, c.vocab_size)
-      .status();
+  const SpecialTokens& sp = em->tokenizer->special();
+  const DecoderModel dm{&em->model->config(), {sp.mask, sp.eos, sp.eot}, em->name};
+  return MakeDecoder(dm, req.prompt, req);
 }
 
-StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(size_t index, GenerationRequest req) {
+StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(size_t index, GenerationRequest req,
+                                                           std::unique_ptr<Decoder> decoder) {
+  if (decoder == nullptr) {
+    UNMASK_ASSIGN_OR_RETURN(BuiltDecoder built, Build(index, req));
+    decoder = std::move(built.decoder);
+  }
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -172,7 +136,7 @@ StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(size_t index, Generat
       return ResourceExhaustedError("the queue is full (" + std::to_string(options_.max_queue) +
                                     " requests waiting)");
     }
-    ms.waiting.push_back(Pending{std::move(req), stream});
+    ms.waiting.push_back(Pending{std::move(req), std::move(decoder), stream});
     ++ms.load.waiting;
     ++total_waiting_;
   }
@@ -226,13 +190,7 @@ void Scheduler::Loop() {
     }
     for (ModelState* ms : models) {
       Admit(*ms);
-      if (DropStopped(*ms)) {
-        if (ms->diffusion) {
-          StepDiffusion(*ms);
-        } else {
-          StepAr(*ms);
-        }
-      }
+      if (DropStopped(*ms)) Step(*ms);
       UpdateGauges(*ms);
     }
   }
@@ -242,9 +200,7 @@ void Scheduler::Admit(ModelState& ms) {
   const auto now = SteadyClock::now();
   // Positions the running batch feeds next (an estimate: the last plans).
   int64_t budget_used = 0;
-  for (auto& a : ms.running) {
-    budget_used += a->diffusion ? static_cast<int64_t>(a->diffusion->canvas().size()) : 1;
-  }
+  for (auto& a : ms.running) budget_used += a->decoder->step_positions();
   // Requests anywhere in the queue whose client left or whose deadline passed leave it now (they
   // would otherwise hold queue places until they reach the front).
   std::vector<Pending> dead;
@@ -271,8 +227,9 @@ void Scheduler::Admit(ModelState& ms) {
       if (ms.waiting.empty()) return;
       Pending& front = ms.waiting.front();
       if (static_cast<int64_t>(ms.running.size()) >= options_.max_batch) return;
-      const int64_t need =
-          static_cast<int64_t>(front.req.prompt.size()) + (ms.diffusion ? front.req.max_tokens : 0);
+      const int64_t need = front.decoder->kind() == DecoderKind::kAr
+                               ? static_cast<int64_t>(front.req.prompt.size())
+                               : front.decoder->step_positions();
       if (!ms.running.empty() && budget_used + need > options_.max_batched_tokens) return;
       budget_used += need;
       p = std::move(front);
@@ -287,32 +244,9 @@ void Scheduler::Admit(ModelState& ms) {
     a->stats.queue_ms = MsBetween(a->req.arrival, now);
     const auto slot = std::find(ms.slot_used.begin(), ms.slot_used.end(), 0);
     a->slot = static_cast<int32_t>(slot - ms.slot_used.begin());
-    const ModelConfig& c = ms.m.model->config();
     const Tokenizer& tok = *ms.m.tokenizer;
-    Status st;
-    if (ms.diffusion) {
-      const DiffusionTokenIds ids{tok.special().mask, tok.special().eos, tok.special().eot};
-      auto d = DiffusionDecoder::Create(RequestDiffusionParams(a->req), ids, a->req.prompt,
-                                        c.context_length, c.vocab_size, c.shift_logits);
-      if (d.ok()) {
-        a->diffusion.emplace(std::move(d).value());
-        a->diffusion->set_kv_seq(a->slot);
-      }
-      st = d.status();
-    } else {
-      if (a->req.speculative_lookup) {
-        auto dr = MakeLookupDrafter({1, 4});
-        if (dr.ok()) a->drafter = std::move(dr).value();
-        st = dr.status();
-      }
-      if (st.ok()) {
-        const ArTokenIds ids{tok.special().eos, tok.special().eot};
-        auto d = ArDecoder::Create(RequestArParams(a->req), ids, a->req.prompt, c.context_length,
-                                   c.vocab_size, a->drafter.get(), a->slot);
-        if (d.ok()) a->ar.emplace(std::move(d).value());
-        st = d.status();
-      }
-    }
+    a->decoder = std::move(p.decoder);
+    a->decoder->set_kv_seq(a->slot);
     a->text.emplace(tok, a->req.stop, a->req.max_tokens, a->req.ar.ignore_eos,
                     a->req.prompt.empty() ? kNoToken : a->req.prompt.back());
     *slot = 1;
@@ -325,10 +259,6 @@ void Scheduler::Admit(ModelState& ms) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ms.load.running = static_cast<int64_t>(ms.running.size());
-    }
-    if (!st.ok()) {
-      Finish(ms, *ms.running.back(), FinishReason::kError, st);
-      ms.running.pop_back();
     }
   }
 }
@@ -402,8 +332,7 @@ void Scheduler::SendText(ModelState& ms, Active& a, std::string text) {
 void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status status) {
   if (a.stream->finished()) return;
   std::span<const int32_t> tokens;
-  if (a.ar) tokens = a.ar->generated();
-  if (a.diffusion) tokens = CommittedPrefix(*a.diffusion);
+  if (a.decoder) tokens = a.decoder->committed();
   // Flush text held back for a possible stop string or UTF-8 continuation.
   if (a.text && reason != FinishReason::kError && reason != FinishReason::kAbort) {
     SendText(ms, a, a.text->Update(tokens, true));

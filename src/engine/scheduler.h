@@ -1,13 +1,14 @@
 // The engine loop of the server (ARCHITECTURE.md "Scheduler"): one thread steps every loaded model
-// in turn. Per model, each step runs ONE forward for all its running requests —
+// in turn. Per model, each step is one StepBatch (engine/step.h): ONE forward for all its running
+// requests —
 //   AR: continuous batching (Orca, OSDI'22): requests join and leave between steps; a step feeds
 //       each request's prompt (prefill) or its last token (plus drafts with prompt lookup);
-//   diffusion: batched denoising: every running request's planned canvas window side by side, as
-//       RunDiffusionBatch does (engine/generate.h), each with its own KV-cache slot;
-// then each request's decoder consumes its logit rows and the committed text is sent on the
-// request's stream. Admission is FIFO per model, bounded by max_batch running requests and a
-// token budget (positions per forward); the waiting queue is bounded (Submit fails when full).
-// Cancelled and expired requests leave at the next step and their KV slot is cleared.
+//   diffusion (block decoder or Dream's sampler): batched denoising: every running request's
+//       planned canvas window side by side, each with its own KV-cache slot;
+// then each request's decoder consumes its logit rows and the committed text (Decoder::committed)
+// is sent on the request's stream. Admission is FIFO per model, bounded by max_batch running
+// requests and a token budget (positions per forward); the waiting queue is bounded (Submit fails
+// when full). Cancelled and expired requests leave at the next step and their KV slot is cleared.
 #ifndef UNMASK_ENGINE_SCHEDULER_H_
 #define UNMASK_ENGINE_SCHEDULER_H_
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "decode/decoder_factory.h"
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "model/model.h"
@@ -88,12 +90,15 @@ class Scheduler {
   size_t num_models() const;
   const EngineModel& model(size_t index) const;
 
-  // Checks that `req` can run on model `index`: the decoder it would get is created and dropped.
-  // Errors: InvalidArgument / OutOfRange from the decoder (parameters, prompt ids, context).
-  Status Validate(size_t index, const GenerationRequest& req) const;
-  // Queues `req` for model `index` (Validate first). Errors: ResourceExhausted when max_queue
-  // requests are waiting; FailedPrecondition after Shutdown; OutOfRange for a bad index.
-  StatusOr<std::shared_ptr<RequestStream>> Submit(size_t index, GenerationRequest req);
+  // Settles `req` for model `index` and builds its decoder (decode/decoder_factory.h): this is
+  // the request's validation, done once. Errors: OutOfRange for a bad index; InvalidArgument /
+  // OutOfRange from the factory (parameters, prompt ids, context).
+  StatusOr<BuiltDecoder> Build(size_t index, const GenerationRequest& req) const;
+  // Queues `req` for model `index` with the decoder Build made for it (null: built here).
+  // Errors: Build's; ResourceExhausted when max_queue requests are waiting; FailedPrecondition
+  // after Shutdown; OutOfRange for a bad index.
+  StatusOr<std::shared_ptr<RequestStream>> Submit(size_t index, GenerationRequest req,
+                                                  std::unique_ptr<Decoder> decoder = nullptr);
 
   EngineLoad Load(size_t index) const;
   // Starts the engine thread (idempotent).
@@ -104,6 +109,7 @@ class Scheduler {
  private:
   struct Pending {
     GenerationRequest req;
+    std::unique_ptr<Decoder> decoder;
     std::shared_ptr<RequestStream> stream;
   };
   struct Active;
@@ -113,9 +119,8 @@ class Scheduler {
   // Moves admissible waiting requests of `ms` into its running batch; ends cancelled or expired
   // waiting ones.
   void Admit(ModelState& ms);
-  // One forward for all running requests of `ms`.
-  void StepAr(ModelState& ms);
-  void StepDiffusion(ModelState& ms);
+  // One StepBatch for all running requests of `ms`, then their text, canvas and finish events.
+  void Step(ModelState& ms);
   // Ends cancelled and expired running requests; returns true when any remain.
   bool DropStopped(ModelState& ms);
   // Sends `text` (when non-empty) on a's stream and records TTFT / inter-token latency.

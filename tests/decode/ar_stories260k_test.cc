@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "decode/decoder_ar.h"
-#include "engine/generate_ar.h"
+#include "engine/engine.h"
 #include "format/llama2c.h"
 #include "model/loader.h"
 #include "test_util.h"
@@ -53,10 +53,8 @@ std::vector<int32_t> RunCGreedy(const LoadedModel& lm, const std::vector<int32_t
   const ModelConfig& c = lm.model->config();
   auto dec = ArDecoder::Create(p, {}, prompt, c.context_length, c.vocab_size, drafter);
   EXPECT_TRUE(dec.ok()) << dec.status().ToString();
-  auto kv = lm.model->MakeKvCache(1);
-  EXPECT_TRUE(kv.ok());
-  Workspace ws;
-  auto stats = RunAr(*lm.model, *kv, *dec, ws, drafter, nullptr);
+  Decoder* const one[1] = {&*dec};
+  auto stats = RunToCompletion(*lm.model, one, nullptr);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   std::vector<int32_t> out(dec->tokens().begin() + 1, dec->tokens().end());
   const int32_t bos = lm.tokenizer->special().bos;

@@ -52,7 +52,7 @@ DiffusionDecoder MakeDecoder(const DiffusionParams& p, std::vector<int32_t> prom
 // Runs one step with fn and returns the committed positions.
 std::vector<int32_t> Step(DiffusionDecoder& d,
                           const std::function<std::vector<float>(int, int)>& fn) {
-  const BatchPlan& plan = d.Plan();
+  const BatchPlan& plan = (*d.Plan().value());
   const Tensor logits = MakeLogits(plan, fn);
   DiffusionStepResult r;
   const Status s = d.Update(View(logits, plan.num_logit_rows()), &r);
@@ -74,7 +74,7 @@ TEST(DiffusionDecoderTest, PlanFeedsWholeCanvasAndAsksLogitsForCurrentBlockMasks
   p.block_length = 4;
   p.steps = 4;  // 2 per block
   DiffusionDecoder d = MakeDecoder(p, {1, 2, 3});
-  const BatchPlan& plan = d.Plan();
+  const BatchPlan& plan = (*d.Plan().value());
   ASSERT_EQ(plan.sequences.size(), 1u);
   EXPECT_EQ(plan.sequences[0].tokens.size(), 11u);
   EXPECT_EQ(plan.sequences[0].pos0, 0);
@@ -94,7 +94,7 @@ TEST(DiffusionDecoderTest, CommitsScheduledCountByConfidenceBlockByBlock) {
   EXPECT_EQ(Step(d, fn), (std::vector<int32_t>{6, 5}));
   EXPECT_EQ(Step(d, fn), (std::vector<int32_t>{4, 3}));
   // Block 2 starts: only its positions are asked for.
-  EXPECT_EQ(d.Plan().sequences[0].logit_rows.size(), 4u);
+  EXPECT_EQ((*d.Plan().value()).sequences[0].logit_rows.size(), 4u);
   EXPECT_EQ(Step(d, fn), (std::vector<int32_t>{10, 9}));
   EXPECT_EQ(Step(d, fn), (std::vector<int32_t>{8, 7}));
   EXPECT_TRUE(d.Done());
@@ -195,7 +195,7 @@ TEST(DiffusionDecoderTest, ClassifierFreeGuidanceBatchesUnconditionalCanvas) {
   p.steps = 2;
   p.cfg_scale = 1.0;
   DiffusionDecoder d = MakeDecoder(p, {1, 2});
-  const BatchPlan& plan = d.Plan();
+  const BatchPlan& plan = (*d.Plan().value());
   ASSERT_EQ(plan.sequences.size(), 2u);
   EXPECT_EQ(std::vector<int32_t>(plan.sequences[1].tokens.begin(), plan.sequences[1].tokens.end()),
             (std::vector<int32_t>{kMask, kMask, kMask, kMask}));
@@ -215,7 +215,9 @@ TEST(DiffusionDecoderTest, ClassifierFreeGuidanceBatchesUnconditionalCanvas) {
   };
   Step(d, fn);
   // The committed token appears in both canvases.
-  EXPECT_EQ(d.Plan().sequences[1].tokens[2] == 4 || d.Plan().sequences[1].tokens[3] == 4, true);
+  EXPECT_EQ((*d.Plan().value()).sequences[1].tokens[2] == 4 ||
+                (*d.Plan().value()).sequences[1].tokens[3] == 4,
+            true);
   Step(d, fn);
   EXPECT_EQ(std::vector<int32_t>(d.generated().begin(), d.generated().end()),
             (std::vector<int32_t>{4, 4}));
@@ -253,8 +255,8 @@ TEST(DiffusionDecoderTest, MaskTokensInThePromptCompeteLikeInTheReference) {
   p.block_length = 2;
   p.steps = 2;
   DiffusionDecoder d = MakeDecoder(p, {1, kMask, 2});
-  EXPECT_EQ(std::vector<int32_t>(d.Plan().sequences[0].logit_rows.begin(),
-                                 d.Plan().sequences[0].logit_rows.end()),
+  EXPECT_EQ(std::vector<int32_t>((*d.Plan().value()).sequences[0].logit_rows.begin(),
+                                 (*d.Plan().value()).sequences[0].logit_rows.end()),
             (std::vector<int32_t>{1, 3, 4}));
   auto fn = [](int, int pos) { return Peak(5, pos == 1 ? 9.0f : 1.0f); };
   EXPECT_EQ(Step(d, fn), (std::vector<int32_t>{1}));
@@ -330,7 +332,7 @@ TEST(DiffusionDecoderTest, RejectsLogitsOfTheWrongShape) {
   p.block_length = 4;
   p.steps = 4;
   DiffusionDecoder d = MakeDecoder(p, {1});
-  d.Plan();
+  ASSERT_TRUE(d.Plan().ok());
   Tensor t(DType::kF32, {3, kVocab});
   DiffusionStepResult r;
   EXPECT_EQ(d.Update(View(t, 3), &r).code(), StatusCode::kInvalidArgument);

@@ -273,7 +273,7 @@ TEST(DreamDecoderTest, PlanReadsShiftedRowsDeduplicated) {
   const std::vector<int32_t> prompt = {mask, 5};
   auto d = DreamDecoder::Create(p, mask, true, prompt, 16, 10);
   ASSERT_TRUE(d.ok());
-  const BatchPlan& plan = d->Plan();
+  const BatchPlan& plan = (*d->Plan().value());
   ASSERT_EQ(plan.sequences.size(), 1u);
   EXPECT_EQ(std::vector<int32_t>(plan.sequences[0].logit_rows.begin(),
                                  plan.sequences[0].logit_rows.end()),
@@ -283,12 +283,12 @@ TEST(DreamDecoderTest, PlanReadsShiftedRowsDeduplicated) {
   const std::vector<int32_t> one = {mask};
   auto e = DreamDecoder::Create(p, mask, true, one, 16, 10);
   ASSERT_TRUE(e.ok());
-  const auto& rows = e->Plan().sequences[0].logit_rows;
+  const auto& rows = (*e->Plan().value()).sequences[0].logit_rows;
   EXPECT_EQ(std::vector<int32_t>(rows.begin(), rows.end()), (std::vector<int32_t>{0, 1}));
   // Without shift the rows are the positions.
   auto f = DreamDecoder::Create(p, mask, false, prompt, 16, 10);
   ASSERT_TRUE(f.ok());
-  const auto& frows = f->Plan().sequences[0].logit_rows;
+  const auto& frows = (*f->Plan().value()).sequences[0].logit_rows;
   EXPECT_EQ(std::vector<int32_t>(frows.begin(), frows.end()), (std::vector<int32_t>{0, 2, 3}));
 }
 
@@ -301,7 +301,7 @@ TEST(DreamDecoderTest, UpdateCommitsByConfidenceWithLowerPositionOnTies) {
   const std::vector<int32_t> prompt = {1};
   auto d = DreamDecoder::Create(p, mask, true, prompt, 16, 4);
   ASSERT_TRUE(d.ok());
-  ASSERT_EQ(d->Plan().num_logit_rows(), 3);
+  ASSERT_EQ((*d->Plan().value()).num_logit_rows(), 3);
   // Rows 0, 1, 2 predict positions 1, 2, 3. Position 3 is the surest; 1 and 2 tie.
   std::vector<float> logits = {0, 2, 0, 0, /**/ 0, 2, 0, 0, /**/ 0, 0, 9, 0};
   DreamStepResult r;
@@ -325,7 +325,7 @@ TEST(DreamDecoderTest, UpdateErrors) {
   std::vector<float> logits(12, 0.0f);
   EXPECT_EQ(d->Update(TensorView{logits.data(), DType::kF32, Shape{3, 4}}, nullptr).code(),
             StatusCode::kFailedPrecondition);  // no Plan()
-  d->Plan();
+  ASSERT_TRUE(d->Plan().ok());
   EXPECT_EQ(d->Update(TensorView{logits.data(), DType::kF32, Shape{2, 4}}, nullptr).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(d->Update(TensorView{logits.data(), DType::kF32, Shape{3, 3}}, nullptr).code(),
@@ -340,7 +340,7 @@ TEST(DreamDecoderTest, OriginLastStepCommitsEveryMaskInPositionOrder) {
   const std::vector<int32_t> prompt = {1};
   auto d = DreamDecoder::Create(p, 3, true, prompt, 16, 4);
   ASSERT_TRUE(d.ok());
-  d->Plan();
+  ASSERT_TRUE(d->Plan().ok());
   std::vector<float> logits = {0, 0, 5, 0, /**/ 5, 0, 0, 0, /**/ 0, 5, 0, 0};
   DreamStepResult r;
   ASSERT_TRUE(d->Update(TensorView{logits.data(), DType::kF32, Shape{3, 4}}, &r).ok());

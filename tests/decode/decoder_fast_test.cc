@@ -49,7 +49,7 @@ DiffusionDecoder Make(const DiffusionParams& p, V prompt, bool shift = false) {
 
 V Step(DiffusionDecoder& d, const std::function<std::vector<float>(int)>& fn, bool shift = false,
        DiffusionStepResult* out = nullptr) {
-  const BatchPlan& plan = d.Plan();
+  const BatchPlan& plan = (*d.Plan().value());
   const Tensor logits = MakeLogits(plan, shift, fn);
   DiffusionStepResult r;
   const Status s =
@@ -85,7 +85,7 @@ struct Fed {
   V logit_rows;
 };
 Fed Planned(DiffusionDecoder& d) {
-  const SequenceInput& s = d.Plan().sequences.at(0);
+  const SequenceInput& s = (*d.Plan().value()).sequences.at(0);
   return {s.pos0, s.tokens.size(), s.kv_replace, s.kv_seq,
           V(s.logit_rows.begin(), s.logit_rows.end())};
 }
@@ -185,7 +185,7 @@ TEST(FastDecoderTest, FixedRuleWithCacheKeepsTheReferenceSchedule) {
   DiffusionDecoder d = Make(p, {1, 2, 3});
   auto rising = [](int pos) { return Peak(pos % 10, static_cast<float>(pos)); };
   EXPECT_EQ(Step(d, rising), (V{6, 5}));
-  EXPECT_FALSE(d.Plan().sequences[0].tokens.size() == 11u);  // cached step
+  EXPECT_FALSE((*d.Plan().value()).sequences[0].tokens.size() == 11u);  // cached step
   EXPECT_EQ(Step(d, rising), (V{4, 3}));
   EXPECT_EQ(Step(d, rising), (V{10, 9}));
   EXPECT_EQ(Step(d, rising), (V{8, 7}));

@@ -16,7 +16,7 @@
 
 #include "core/parallel.h"
 #include "decode/decoder_dream.h"
-#include "engine/generate_dream.h"
+#include "engine/engine.h"
 #include "golden_util.h"
 #include "model/loader.h"
 #include "test_util.h"
@@ -62,10 +62,11 @@ TEST_P(DreamGoldenTest, MatchesPythonReferenceOnAnyThreadCount) {
     ASSERT_TRUE(dec.ok()) << dec.status().ToString();
     std::vector<std::vector<int32_t>> got_trace;
     std::vector<int64_t> got_k;
-    Workspace ws;
-    auto stats = RunDream(*lm.model, *dec, ws, [&](const DreamDecoder&, const DreamStepResult& r) {
+    Decoder* const one[1] = {&*dec};
+    auto stats = RunToCompletion(*lm.model, one, [&](const Decoder&, const DecodeStep& r) {
       got_trace.push_back(r.committed_positions);
       got_k.push_back(r.num_transfer);
+      return true;
     });
     ASSERT_TRUE(stats.ok()) << stats.status().ToString();
     EXPECT_EQ(std::vector<int32_t>(dec->generated().begin(), dec->generated().end()), expected)

@@ -14,7 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/parallel.h"
 #include "decode/decoder_diffusion.h"
-#include "engine/generate.h"
+#include "engine/engine.h"
 #include "golden_util.h"
 #include "model/loader.h"
 #include "test_util.h"
@@ -47,8 +47,8 @@ std::pair<std::vector<int32_t>, int64_t> RunCase(const nlohmann::json& g, int th
       DiffusionDecoder::Create(p, {sp.mask, sp.eos, sp.eot}, prompt,
                                lm.model->config().context_length, lm.model->config().vocab_size);
   EXPECT_TRUE(dec.ok()) << dec.status().ToString();
-  Workspace ws;
-  auto stats = RunDiffusion(*lm.model, *dec, ws, nullptr);
+  Decoder* const one[1] = {&*dec};
+  auto stats = RunToCompletion(*lm.model, one, nullptr);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   return {std::vector<int32_t>(dec->generated().begin(), dec->generated().end()), stats->nfe};
 }

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/decoder_diffusion.h"
-#include "engine/generate.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 #include "test_util.h"
 
@@ -38,8 +38,8 @@ TEST(TwinGoldenTest, DiffusionTwinMatchesReference) {
                                         lm->model->config().context_length,
                                         lm->model->config().vocab_size);
     ASSERT_TRUE(dec.ok()) << dec.status().ToString();
-    Workspace ws;
-    auto stats = RunDiffusion(*lm->model, *dec, ws, nullptr);
+    Decoder* const one[1] = {&*dec};
+    auto stats = RunToCompletion(*lm->model, one, nullptr);
     ASSERT_TRUE(stats.ok()) << stats.status().ToString();
     const std::vector<int32_t> expected = g.at("output_ids");
     EXPECT_EQ(std::vector<int32_t>(dec->generated().begin(), dec->generated().end()), expected)

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "decode/decoder_ar.h"
-#include "engine/generate_ar.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 #include "test_util.h"
 
@@ -14,7 +14,7 @@ namespace {
 
 struct GenRun {
   std::vector<int32_t> tokens;
-  ArGenerationStats stats;
+  GenerationStats stats;
 };
 
 GenRun Generate(const LoadedModel& lm, const std::vector<int32_t>& prompt, Drafter* drafter,
@@ -27,9 +27,8 @@ GenRun Generate(const LoadedModel& lm, const std::vector<int32_t>& prompt, Draft
   auto dec = ArDecoder::Create(p, {lm.tokenizer->special().eos, lm.tokenizer->special().eot},
                                prompt, c.context_length, c.vocab_size, drafter);
   EXPECT_TRUE(dec.ok()) << dec.status().ToString();
-  auto kv = lm.model->MakeKvCache(1);
-  Workspace ws;
-  auto stats = RunAr(*lm.model, *kv, *dec, ws, drafter, nullptr);
+  Decoder* const one[1] = {&*dec};
+  auto stats = RunToCompletion(*lm.model, one, nullptr);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   return {std::vector<int32_t>(dec->generated().begin(), dec->generated().end()), *stats};
 }

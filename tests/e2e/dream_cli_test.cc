@@ -124,7 +124,6 @@ TEST(DreamCliTest, BadFlagsAreOneLineErrors) {
   for (const Case& c : std::vector<Case>{
            {"-m " + dream + " -p Hi --block-length 8 --alg entropy", "--alg"},
            {"-m " + dream + " -p Hi --cache dual --top-k 5", "--top-k"},
-           {"-m " + dream + " -p Hi --visual", "--visual"},
            {"-m " + dream + " -p Hi --cfg-scale 1 --cache dual --block-length 8", "cfg_scale"},
            {"-m " + dream + " -p Hi --remasking random --eps 0.1", "--eps"},
            {"-m " + dream + " -p Hi --eps 0", "eps"},
@@ -141,6 +140,15 @@ TEST(DreamCliTest, BadFlagsAreOneLineErrors) {
     EXPECT_NE(r.exit_code, 0) << c.args;
     EXPECT_NE(r.err.find(c.must_mention), std::string::npos) << c.args << ": " << r.err;
   }
+}
+
+// --visual draws Dream's sampler canvas too (the Decoder interface's generated() and mask id);
+// into a pipe only the final frame is written.
+TEST(DreamCliTest, VisualDrawsTheReferenceSamplersCanvas) {
+  const std::string dream = testing::TestDataPath("models/dream-tiny-gqa2-f32.gguf");
+  const auto r = RunUnmask("generate -m " + dream + " -p Hi --visual -n 8 --steps 8 -t 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("step 8/8"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
-// Batched diffusion (engine/generate.h RunDiffusionBatch): requests with ragged prompt lengths
-// and different decoding modes denoised in one forward per step give, at temperature 0, exactly
-// the tokens of running each alone — for the exact reference and the cached / parallel modes.
-// Model: the diffusion twin (models/unmask-tinystories-llada.gguf).
+// Batched diffusion (engine/step.h StepBatch, driven by engine/engine.h RunToCompletion): requests
+// with ragged prompt lengths and different decoding modes denoised in one forward per step give, at
+// temperature 0, exactly the tokens of running each alone — for the exact reference and the cached
+// / parallel modes. Model: the diffusion twin (models/unmask-tinystories-llada.gguf).
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "engine/generate.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 #include "test_util.h"
 
@@ -56,22 +56,21 @@ TEST_F(BatchDiffusionTest, EachRequestMatchesItsSoloRun) {
     std::vector<std::vector<int32_t>> solo;
     for (const std::string& text : prompts) {
       auto d = Make(text, modes[m]);
-      Workspace ws;
-      ASSERT_TRUE(RunDiffusion(*lm_.model, *d, ws, nullptr).ok());
+      Decoder* const one[1] = {d.get()};
+      ASSERT_TRUE(RunToCompletion(*lm_.model, one, nullptr).ok());
       solo.emplace_back(d->canvas().begin(), d->canvas().end());
     }
     std::vector<std::unique_ptr<DiffusionDecoder>> owned;
-    std::vector<DiffusionDecoder*> batch;
+    std::vector<Decoder*> batch;
     for (const std::string& text : prompts) {
       owned.push_back(Make(text, modes[m]));
       batch.push_back(owned.back().get());
     }
-    Workspace ws;
-    auto stats = RunDiffusionBatch(*lm_.model, batch, ws, nullptr);
+    auto stats = RunToCompletion(*lm_.model, batch, nullptr);
     ASSERT_TRUE(stats.ok()) << stats.status().ToString();
     int64_t max_nfe = 0;
     for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_EQ(std::vector<int32_t>(batch[i]->canvas().begin(), batch[i]->canvas().end()), solo[i])
+      EXPECT_EQ(std::vector<int32_t>(owned[i]->canvas().begin(), owned[i]->canvas().end()), solo[i])
           << "mode " << m << " request " << i;
       max_nfe = std::max(max_nfe, batch[i]->nfe());
     }
@@ -90,25 +89,22 @@ TEST_F(BatchDiffusionTest, MixedModesInOneBatch) {
   std::vector<std::vector<int32_t>> solo;
   for (const DiffusionParams& p : {a, b}) {
     auto d = Make("Lily went to the park", p);
-    Workspace ws;
-    ASSERT_TRUE(RunDiffusion(*lm_.model, *d, ws, nullptr).ok());
+    Decoder* const one[1] = {d.get()};
+    ASSERT_TRUE(RunToCompletion(*lm_.model, one, nullptr).ok());
     solo.emplace_back(d->canvas().begin(), d->canvas().end());
   }
   auto da = Make("Lily went to the park", a);
   auto db = Make("Lily went to the park", b);
-  DiffusionDecoder* const batch[] = {da.get(), db.get()};
-  Workspace ws;
-  ASSERT_TRUE(RunDiffusionBatch(*lm_.model, batch, ws, nullptr).ok());
+  Decoder* const batch[] = {da.get(), db.get()};
+  ASSERT_TRUE(RunToCompletion(*lm_.model, batch, nullptr).ok());
   EXPECT_EQ(std::vector<int32_t>(da->canvas().begin(), da->canvas().end()), solo[0]);
   EXPECT_EQ(std::vector<int32_t>(db->canvas().begin(), db->canvas().end()), solo[1]);
 }
 
 TEST_F(BatchDiffusionTest, EmptyOrNullBatchIsAnError) {
-  Workspace ws;
-  EXPECT_EQ(RunDiffusionBatch(*lm_.model, {}, ws, nullptr).status().code(),
-            StatusCode::kInvalidArgument);
-  DiffusionDecoder* const null_batch[] = {nullptr};
-  EXPECT_EQ(RunDiffusionBatch(*lm_.model, null_batch, ws, nullptr).status().code(),
+  EXPECT_EQ(RunToCompletion(*lm_.model, {}, nullptr).status().code(), StatusCode::kInvalidArgument);
+  Decoder* const null_batch[] = {nullptr};
+  EXPECT_EQ(RunToCompletion(*lm_.model, null_batch, nullptr).status().code(),
             StatusCode::kInvalidArgument);
 }
 

@@ -2,7 +2,7 @@
 // one batch per step and each gets exactly the tokens of running it alone at temperature 0 (AR:
 // continuous batching; diffusion: batched denoising, mixed modes); cancellation and deadlines end
 // a request within a step and free its slot; a full queue refuses; invalid requests are refused by
-// Validate; the metrics count what happened.
+// Build; the metrics count what happened.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/generate.h"
-#include "engine/generate_ar.h"
+#include "engine/engine.h"
 #include "engine/scheduler.h"
 #include "model/loader.h"
 #include "test_util.h"
@@ -89,9 +88,8 @@ std::string SoloAr(const GenerationRequest& g) {
       ArDecoder::Create(p, {lm.tokenizer->special().eos, lm.tokenizer->special().eot}, g.prompt,
                         lm.model->config().context_length, lm.model->config().vocab_size);
   EXPECT_TRUE(d.ok());
-  auto kv = lm.model->MakeKvCache(1);
-  Workspace ws;
-  EXPECT_TRUE(RunAr(*lm.model, *kv, *d, ws, nullptr, nullptr).ok());
+  Decoder* const one[1] = {&*d};
+  EXPECT_TRUE(RunToCompletion(*lm.model, one, nullptr).ok());
   std::vector<int32_t> out(d->generated().begin(), d->generated().end());
   const auto eos =
       std::find_if(out.begin(), out.end(), [&](int32_t t) { return lm.tokenizer->IsEog(t); });
@@ -102,6 +100,7 @@ std::string SoloAr(const GenerationRequest& g) {
 std::string SoloDiffusion(const GenerationRequest& g) {
   const LoadedModel& lm = Twin("llada");
   DiffusionParams p = g.diffusion;
+  // The served canvas: max_tokens rounded up to whole blocks, one step per token.
   p.gen_length = (g.max_tokens + p.block_length - 1) / p.block_length * p.block_length;
   p.steps = p.steps > 0 ? p.steps : p.gen_length;
   const auto& sp = lm.tokenizer->special();
@@ -109,8 +108,8 @@ std::string SoloDiffusion(const GenerationRequest& g) {
       DiffusionDecoder::Create(p, {sp.mask, sp.eos, sp.eot}, g.prompt,
                                lm.model->config().context_length, lm.model->config().vocab_size);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
-  Workspace ws;
-  EXPECT_TRUE(RunDiffusion(*lm.model, *d, ws, nullptr).ok());
+  Decoder* const one[1] = {&*d};
+  EXPECT_TRUE(RunToCompletion(*lm.model, one, nullptr).ok());
   std::vector<int32_t> out(d->generated().begin(), d->generated().end());
   out.resize(static_cast<size_t>(g.max_tokens));
   const auto eos =
@@ -133,7 +132,7 @@ TEST(SchedulerTest, ArContinuousBatchingMatchesSoloRuns) {
   for (size_t i = 0; i < kPrompts.size(); ++i) reqs.push_back(ArRequest(kPrompts[i], 8 + 9 * i));
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) {
-    ASSERT_TRUE(s.Validate(*index, r).ok());
+    ASSERT_TRUE(s.Build(*index, r).ok());
     auto st = s.Submit(*index, r);
     ASSERT_TRUE(st.ok());
     streams.push_back(*st);
@@ -178,7 +177,7 @@ TEST(SchedulerTest, DiffusionBatchedDenoisingMatchesSoloRuns) {
   reqs[2].stream_canvas = true;
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) {
-    ASSERT_TRUE(s.Validate(*index, r).ok());
+    ASSERT_TRUE(s.Build(*index, r).ok());
     streams.push_back(*s.Submit(*index, r));
   }
   s.Start();
@@ -275,31 +274,31 @@ TEST(SchedulerTest, FullQueueRefusesAndShutdownAbortsEverything) {
   EXPECT_EQ(s.Submit(*index, ArRequest("x", 1)).status().code(), StatusCode::kFailedPrecondition);
 }
 
-TEST(SchedulerTest, ValidateRefusesWhatCannotRun) {
+TEST(SchedulerTest, BuildRefusesWhatCannotRun) {
   Scheduler s({2, 4, 4096}, nullptr);
   const size_t ar = *s.AddModel(Engine("ar"));
   const size_t dl = *s.AddModel(Engine("llada"));
   GenerationRequest too_long = ArRequest("Once upon a time", 300);  // context 256
-  EXPECT_EQ(s.Validate(ar, too_long).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.Build(ar, too_long).status().code(), StatusCode::kOutOfRange);
   GenerationRequest d = DiffusionRequest("Once upon a time", 300);
-  EXPECT_EQ(s.Validate(dl, d).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.Build(dl, d).status().code(), StatusCode::kOutOfRange);
   GenerationRequest bad_id = ArRequest("Once", 4);
   bad_id.prompt.push_back(1 << 20);
-  EXPECT_EQ(s.Validate(ar, bad_id).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Build(ar, bad_id).status().code(), StatusCode::kInvalidArgument);
   GenerationRequest bad_steps = DiffusionRequest("Once", 32);
   bad_steps.diffusion.steps = 3;  // not a multiple of the 2 blocks
-  EXPECT_EQ(s.Validate(dl, bad_steps).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Build(dl, bad_steps).status().code(), StatusCode::kInvalidArgument);
   // More steps than tokens runs as the reference does, but no more forwards than the context.
   GenerationRequest many_steps = DiffusionRequest("Once", 32);
   many_steps.diffusion.steps = 64;
-  EXPECT_TRUE(s.Validate(dl, many_steps).ok());
+  EXPECT_TRUE(s.Build(dl, many_steps).ok());
   const int64_t context = Twin("llada").model->config().context_length;
   many_steps.diffusion.steps = 2 * context;  // 2 blocks: divisible
-  EXPECT_EQ(s.Validate(dl, many_steps).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Build(dl, many_steps).status().code(), StatusCode::kInvalidArgument);
   GenerationRequest zero = ArRequest("Once", 4);
   zero.max_tokens = 0;
-  EXPECT_EQ(s.Validate(ar, zero).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.Validate(9, zero).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.Build(ar, zero).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Build(9, zero).status().code(), StatusCode::kOutOfRange);
   // The cost model was measured.
   EXPECT_GT(s.Load(ar).cost.ms_per_position + s.Load(ar).cost.overhead_ms, 0);
   EXPECT_TRUE(s.Load(dl).diffusion);

@@ -14,15 +14,11 @@
 #include "common/terminal.h"
 #include "core/parallel.h"
 #include "decode/decoder_ar.h"
-#include "engine/generate_ar.h"
 
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask bench", s.message());
-  return 1;
-}
+int Fail(const Status& s) { return FailWith("unmask bench", s); }
 
 // Bytes of matrix weights one batch-1 forward reads: every 2-D weight once (the token embedding
 // only when it doubles as the output projection), in the stored dtype when weights are kept
@@ -42,8 +38,9 @@ double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, Weight
 
 }  // namespace
 
-int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string& path,
+int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, const std::string& path,
                const std::vector<int32_t>& prompt) {
+  const LoadedModel& lm = engine.model(index);
   const Model& m = *lm.model;
   const ModelConfig& c = m.config();
   const int64_t n = cmd.diffusion.params.gen_length;
@@ -58,29 +55,27 @@ int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string
   const double bandwidth = MeasureMemoryBandwidthGBs();
   auto gemm_peak = MeasureGemmPeakGflops();
   if (!gemm_peak.ok()) return Fail(gemm_peak.status());
-  auto kv = m.MakeKvCache(1);
-  if (!kv.ok()) return Fail(kv.status());
-  Workspace ws;
+  StepBuffers buffers;
   std::vector<double> decode_tps, prefill_tps, intensity;
   ProgressLine progress("bench");
   for (int r = 0; r <= cmd.reps; ++r) {  // r == 0: warm-up
-    ArParams p;
-    p.sampling.temperature = 0;
-    p.n_predict = n;
-    p.ignore_eos = true;
-    auto dec = ArDecoder::Create(p, {}, prompt, c.context_length, c.vocab_size);
+    DecodeOptions o;
+    o.ar.sampling.temperature = 0;
+    o.max_tokens = n;
+    o.ar.ignore_eos = true;
+    auto dec = engine.MakeDecoder(index, prompt, o);
     if (!dec.ok()) return Fail(dec.status());
-    kv->Clear(0);
-    auto on_step = [&](const ArDecoder& d, const ArStepResult&) {
+    auto on_step = [&](const Decoder& d, const DecodeStep&) {
       progress.Update(r * n + static_cast<int64_t>(d.generated().size()), (cmd.reps + 1) * n,
                       r == 0 ? "warm-up" : "run " + std::to_string(r));
       return true;
     };
-    auto st = RunAr(m, *kv, *dec, ws, nullptr, on_step);
+    Decoder* const one[1] = {dec->decoder.get()};
+    auto st = engine.Run(index, one, on_step, &buffers);
     if (!st.ok()) return Fail(st.status());
     if (r == 0) continue;
     decode_tps.push_back(st->decode_tokens_per_second());
-    prefill_tps.push_back(1000.0 * static_cast<double>(prompt.size()) / st->prefill_ms);
+    prefill_tps.push_back(1000.0 * static_cast<double>(prompt.size()) / st->ttft_ms);
     intensity.push_back(st->arithmetic_intensity());
   }
   progress.Finish();

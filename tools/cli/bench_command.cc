@@ -7,20 +7,16 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/cli_util.h"
+#include "common/decode_args.h"
 #include "common/roofline.h"
 #include "common/summary.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
-#include "decode/decoder_diffusion.h"
-#include "engine/generate.h"
 
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask bench", s.message());
-  return 1;
-}
+int Fail(const Status& s) { return FailWith("unmask bench", s); }
 
 struct Row {
   std::string blas;
@@ -34,6 +30,7 @@ struct Row {
 }  // namespace
 
 void BenchCommand::AddTo(CLI::App& app) {
+  cli = &app;
   model.AddTo(app);
   app.remove_option(app.get_option("--blas"));  // bench compares the libraries of --blas-list
   diffusion.AddTo(app);
@@ -62,9 +59,9 @@ void BenchCommand::AddTo(CLI::App& app) {
 }
 
 int BenchCommand::Run() const {
-  auto params_or = diffusion.Resolve();
-  if (!params_or.ok()) return Fail(params_or.status());
-  const DiffusionParams params = *params_or;
+  auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ArArgs{}, DreamArgs{});
+  if (!options_or.ok()) return Fail(options_or.status());
+  const DecodeOptions options = *std::move(options_or);
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
   if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
@@ -73,16 +70,11 @@ int BenchCommand::Run() const {
   const std::string path = *path_or;
   auto loaded_or = LoadModelWithProgress(path, *mode);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
-  const LoadedModel& lm = *loaded_or;
+  Engine engine;
+  const size_t index = engine.AddModel(path, std::move(loaded_or).value());
+  const LoadedModel& lm = engine.model(index);
   const Model& m = *lm.model;
   const SpecialTokens& sp = lm.tokenizer->special();
-
-  if (m.config().is_diffusion()) {
-    if (Status st = ValidateDiffusionParams(params, prompt_length, m.config().context_length);
-        !st.ok()) {
-      return Fail(st);
-    }
-  }
   // A fixed random prompt of ordinary tokens (no control or mask ids; any non-mask id when the
   // vocabulary has (almost) no ordinary tokens).
   std::mt19937 rng(1234);
@@ -98,7 +90,17 @@ int BenchCommand::Run() const {
     }
   }
 
-  if (!m.config().is_diffusion()) return RunArBench(*this, lm, path, prompt);
+  if (!m.config().is_diffusion()) return RunArBench(*this, engine, index, path, prompt);
+  // The decoder `serve` would run for these flags (the factory settles them), checked once.
+  auto first = engine.MakeDecoder(index, prompt, options);
+  if (!first.ok()) return Fail(first.status());
+  const int64_t gen_length = static_cast<int64_t>(first->decoder->generated().size());
+  DiffusionParams params = first->diffusion;
+  if (first->kind == DecoderKind::kDream) {  // one block, Dream's steps
+    params.gen_length = params.block_length = gen_length;
+    params.steps = first->dream.steps;
+  }
+  const std::string decoder_name(DecoderKindName(first->kind));
   // The machine's memory roofline, measured now (the GEMM peak is measured per row below, with
   // that row's library).
   const double bandwidth = MeasureMemoryBandwidthGBs();
@@ -115,19 +117,21 @@ int BenchCommand::Run() const {
     if (!peak.ok()) return Fail(peak.status());
     row.gemm_peak = *peak;
     std::vector<double> tps, gflops, per_nfe;
-    Workspace ws;
+    StepBuffers buffers;
     ProgressLine progress("bench " + blas);
     for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
-      auto dec = DiffusionDecoder::Create(params, {sp.mask, sp.eos, sp.eot}, prompt,
-                                          m.config().context_length, m.config().vocab_size,
-                                          m.config().shift_logits);
+      auto dec = engine.MakeDecoder(index, prompt, options);
       if (!dec.ok()) return Fail(dec.status());
-      auto on_step = [&](const DiffusionDecoder& d, const DiffusionStepResult&) {
-        const int64_t committed = d.Done() ? params.gen_length : params.gen_length - d.num_masked();
-        progress.Update(r * params.gen_length + committed, (reps + 1) * params.gen_length,
+      auto on_step = [&](const Decoder& d, const DecodeStep&) {
+        int64_t masked = 0;
+        for (int32_t t : d.generated()) masked += t == d.mask_id();
+        const int64_t committed = d.Done() ? gen_length : gen_length - masked;
+        progress.Update(r * gen_length + committed, (reps + 1) * gen_length,
                         r == 0 ? "warm-up" : "run " + std::to_string(r));
+        return true;
       };
-      auto stats = RunDiffusion(m, *dec, ws, on_step);
+      Decoder* const one[1] = {dec->decoder.get()};
+      auto stats = engine.Run(index, one, on_step, &buffers);
       if (!stats.ok()) return Fail(stats.status());
       if (r == 0) continue;
       tps.push_back(stats->tokens_per_second());
@@ -159,7 +163,8 @@ int BenchCommand::Run() const {
           {"backend", r.backend},
           {"threads", GetNumThreads()},
           {"prompt_length", prompt_length},
-          {"gen_length", params.gen_length},
+          {"decoder", decoder_name},
+          {"gen_length", gen_length},
           {"block_length", params.block_length},
           {"steps", params.steps},
           {"cache", std::string(CacheModeName(params.cache))},
@@ -187,7 +192,7 @@ int BenchCommand::Run() const {
   std::printf(
       "model: %s | prompt %lld, gen %lld, block %lld, steps %lld, cache %s, commit %s%s, threads "
       "%d, %d reps\n",
-      model_desc, static_cast<long long>(prompt_length), static_cast<long long>(params.gen_length),
+      model_desc, static_cast<long long>(prompt_length), static_cast<long long>(gen_length),
       static_cast<long long>(params.block_length), static_cast<long long>(params.steps),
       std::string(CacheModeName(params.cache)).c_str(),
       std::string(CommitRuleName(params.commit)).c_str(), params.early_stop ? ", early stop" : "",

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/model_args.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 
 namespace unmask::tools {
@@ -24,13 +25,14 @@ struct BenchCommand {
   // tokens/s of an outside reference for the "vs reference" column (0: no column). The bench
   // script passes llama-diffusion-cli's 3.75 tokens/s measured for its setting (LLAMACPP.md).
   double reference_tps = 0;
+  CLI::App* cli = nullptr;  // set by AddTo: which flags the user gave
 
   void AddTo(CLI::App& app);
   int Run() const;
 };
 
 // bench_ar.cc: the AR half of Run() (gen_length = tokens generated per run).
-int RunArBench(const BenchCommand& cmd, const LoadedModel& lm, const std::string& path,
+int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, const std::string& path,
                const std::vector<int32_t>& prompt);
 
 }  // namespace unmask::tools

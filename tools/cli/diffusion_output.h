@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "engine/generate.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 
 namespace unmask::tools {

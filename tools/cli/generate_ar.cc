@@ -14,17 +14,13 @@
 #include "common/terminal.h"
 #include "decode/decoder_ar.h"
 #include "decode/drafter.h"
-#include "engine/generate_ar.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/unicode_util.h"
 
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask generate", s.message());
-  return 1;
-}
+int Fail(const Status& s) { return FailWith("unmask generate", s); }
 
 // The drafter's model and tokenizer must agree with the target's on every token.
 Status CheckSameVocabulary(const Tokenizer& target, const Tokenizer& draft, int64_t target_vocab,
@@ -46,14 +42,13 @@ Status CheckSameVocabulary(const Tokenizer& target, const Tokenizer& draft, int6
 
 }  // namespace
 
-int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::string& path,
-                    const std::vector<int32_t>& ids, bool used_chat, double load_ms,
-                    double tokenize_ms) {
+int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOptions options) {
+  const LoadedModel& loaded = run.engine.model(run.index);
   const Model& m = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
+  const std::vector<int32_t>& ids = run.ids;
+  const std::string& path = run.path;
   const int32_t previous = ids.empty() ? kNoToken : ids.back();  // the text continues the prompt
-  const ArParams params = cmd.ar.Resolve(
-      cmd.diffusion.params.temperature, cmd.diffusion.params.seed, cmd.diffusion.params.gen_length);
 
   // Speculative decoding: the drafter (and its model) live as long as the generation.
   LoadedModel draft_loaded;
@@ -74,9 +69,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
   }
   const std::string spec = cmd.ar.SpecMode(draft_is_diffusion);
   if (spec == "lookup") {
-    auto d = MakeLookupDrafter({1, cmd.ar.lookup_ngram_max});
-    if (!d.ok()) return Fail(d.status());
-    drafter = std::move(d).value();
+    options.speculative_lookup = true;
   } else if (spec == "draft" || spec == "diffusion") {
     if (!draft_loaded.model) {
       return Fail(InvalidArgumentError("--spec " + spec + " needs --draft-model FILE.gguf"));
@@ -94,25 +87,24 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
       if (!d.ok()) return Fail(d.status().WithContext("--spec diffusion"));
       drafter = std::move(d).value();
     }
+    options.drafter = drafter.get();
   }
 
   // As for diffusion: a length that cannot fit is an error, not a silent cut (--n-predict -1
   // generates until EOS or a full context).
-  const int64_t ctx = m.config().context_length;
-  if (params.n_predict > 0 && static_cast<int64_t>(ids.size()) + params.n_predict > ctx) {
-    return Fail(OutOfRangeError("the prompt (" + std::to_string(ids.size()) + " tokens) + " +
-                                std::to_string(params.n_predict) +
-                                " tokens to generate exceed the context of " + std::to_string(ctx) +
-                                "; generate fewer (-n) or use --n-predict -1 to stop when the "
-                                "context is full"));
+  auto built = run.engine.MakeDecoder(run.index, ids, options);
+  if (!built.ok()) {
+    Status s = built.status();
+    if (s.code() == StatusCode::kOutOfRange) {
+      s = OutOfRangeError(s.message() +
+                          "; generate fewer (-n) or use --n-predict -1 to stop when the context "
+                          "is full");
+    }
+    return Fail(s);
   }
-  const ArTokenIds tids{tok.special().eos, tok.special().eot};
-  auto dec_or = ArDecoder::Create(params, tids, ids, m.config().context_length,
-                                  m.config().vocab_size, drafter.get());
-  if (!dec_or.ok()) return Fail(dec_or.status());
-  ArDecoder& dec = *dec_or;
-  auto kv_or = m.MakeKvCache(1);
-  if (!kv_or.ok()) return Fail(kv_or.status());
+  const ArParams& params = built->ar;
+  const ArDecoder& dec = static_cast<const ArDecoder&>(*built->decoder);
+  const Drafter* active_drafter = dec.drafter();
 
   // Text of the generated tokens (end-of-generation tokens excluded), cut at a stop string;
   // streamed to stdout as it grows unless --json.
@@ -120,7 +112,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
   size_t printed = 0;
   bool stopped_by_string = false;
   size_t kept_tokens = 0;  // output_ids: with a stop string, up to the token that completed it
-  auto on_step = [&](const ArDecoder& d, const ArStepResult&) {
+  auto on_step = [&](const Decoder& d, const DecodeStep&) {
     std::vector<int32_t> out(d.generated().begin(), d.generated().end());
     kept_tokens = out.size();
     if (!out.empty() && tok.IsEog(out.back()) && !params.ignore_eos) out.pop_back();
@@ -153,10 +145,11 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     }
     return !stopped_by_string;
   };
-  Workspace ws;
-  auto stats_or = RunAr(m, *kv_or, dec, ws, drafter.get(), on_step);
+  Decoder* const one[1] = {built->decoder.get()};
+  auto stats_or = run.engine.Run(run.index, one, on_step);
   if (!stats_or.ok()) return Fail(stats_or.status());
-  const ArGenerationStats& st = *stats_or;
+  const GenerationStats& st = *stats_or;
+  const DrafterStats& drafter_stats = st.drafter;
   const std::string finish(ArFinishName(dec.finish()));
 
   if (cmd.json) {
@@ -174,18 +167,18 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     j["flops"] = st.flops;
     j["bytes"] = st.bytes;
     j["arithmetic_intensity"] = st.arithmetic_intensity();
-    j["timings"] = {{"load_ms", load_ms},         {"tokenize_ms", tokenize_ms},
-                    {"ttft_ms", st.ttft_ms},      {"prefill_ms", st.prefill_ms},
-                    {"generate_ms", st.total_ms}, {"forward_ms", st.forward_ms},
-                    {"draft_ms", st.drafter.ms}};
-    if (drafter) {
+    j["timings"] = {{"load_ms", run.load_ms},      {"tokenize_ms", run.tokenize_ms},
+                    {"ttft_ms", st.ttft_ms},       {"prefill_ms", st.ttft_ms},
+                    {"generate_ms", st.total_ms},  {"forward_ms", st.forward_ms},
+                    {"draft_ms", drafter_stats.ms}};
+    if (active_drafter != nullptr) {
       j["speculative"] = {{"mode", spec},
                           {"draft_max", params.draft_max},
                           {"drafted", st.speculative.drafted},
                           {"accepted", st.speculative.accepted},
                           {"acceptance_rate", st.speculative.acceptance_rate()},
                           {"target_forwards", st.nfe},
-                          {"draft_forwards", st.drafter.forwards},
+                          {"draft_forwards", drafter_stats.forwards},
                           {"draft_model", cmd.ar.draft_model}};
     }
     j["model"] = {{"path", path},
@@ -204,7 +197,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
                    {"seed", sp.seed},
                    {"ignore_eos", params.ignore_eos},
                    {"stop", cmd.ar.stop},
-                   {"chat", used_chat}};
+                   {"chat", run.used_chat}};
     j["backend"] = cpu::DescribeCpuBackend();
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -212,7 +205,7 @@ int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::
     std::printf("\n");
     std::fflush(stdout);  // the text before the statistics on a shared terminal
     std::string spec_info;
-    if (drafter) {
+    if (active_drafter != nullptr) {
       char buf[160];
       std::snprintf(buf, sizeof(buf), " | %s: %lld/%lld drafts accepted (%.0f%%)", spec.c_str(),
                     static_cast<long long>(st.speculative.accepted),

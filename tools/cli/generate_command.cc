@@ -1,31 +1,17 @@
 #include "cli/generate_command.h"
 
-#include "cli/diffusion_output.h"
-
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <span>
 
-#include "backend/cpu/cpu_backend.h"
-#include "cli/diffusion_output.h"
 #include "common/cli_util.h"
-#include "common/terminal.h"
-#include "core/parallel.h"
-#include "decode/decoder_diffusion.h"
-#include "engine/generate.h"
+#include "common/decode_args.h"
+#include "core/clock.h"
 
 namespace unmask::tools {
 namespace {
 
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-int Fail(const Status& s) {
-  PrintError("unmask generate", s.message());
-  return 1;
-}
+int Fail(const Status& s) { return FailWith("unmask generate", s); }
 
 // Parses "1,2,3" (spaces allowed). InvalidArgument naming the bad item.
 StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
@@ -49,28 +35,6 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
     start = end + 1;
   }
   return ids;
-}
-
-// The generated part of the canvas for --visual: masks dimmed, special tokens dimmed by name.
-// Each piece is decoded as a continuation (a SentencePiece word keeps its leading space).
-std::string RenderCanvas(const DiffusionDecoder& dec, const Tokenizer& tok, int32_t previous) {
-  std::string out;
-  const int32_t mask = dec.token_ids().mask;
-  for (int32_t id : dec.generated()) {
-    if (id == mask) {
-      out += StyleDim() + "\u2591" + StyleReset();
-    } else if (tok.IsControl(id)) {
-      out += StyleDim() + std::string(tok.TokenText(id)) + StyleReset();
-    } else {
-      const int32_t one[1] = {id};
-      // Control bytes (random-weight models produce them) would corrupt the terminal.
-      for (char c : tok.DecodeContinuation(previous, one, false)) {
-        const unsigned char u = static_cast<unsigned char>(c);
-        out += (u < 0x20 && c != '\n') || u == 0x7f ? std::string("\u00b7") : std::string(1, c);
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -110,9 +74,9 @@ int GenerateCommand::Run() const {
     return Fail(InvalidArgumentError(
         "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));
   }
-  auto params_or = diffusion.Resolve();
-  if (!params_or.ok()) return Fail(params_or.status());
-  const DiffusionParams params = *params_or;
+  auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
+  if (!options_or.ok()) return Fail(options_or.status());
+  DecodeOptions options = *std::move(options_or);
   if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
@@ -123,56 +87,28 @@ int GenerateCommand::Run() const {
   const std::string path = *path_or;
   auto loaded_or = LoadModelWithProgress(path, *mode);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
-  LoadedModel& loaded = *loaded_or;
+  Engine engine;
+  const size_t index = engine.AddModel(path, std::move(loaded_or).value());
+  const LoadedModel& loaded = engine.model(index);
   const double load_ms = MsSince(load_start);
   const Model& m = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
 
-  // Flags of the other kind of model would be silently ignored: refuse them instead.
+  // Flags of the other kind of model would be silently ignored: the factory refuses the decoding
+  // ones (MakeDecoder below); these act on the CLI's own output.
   {
-    static constexpr const char* kArOnly[] = {"--n-predict",
-                                              "--top-k",
-                                              "--top-p",
-                                              "--min-p",
-                                              "--repeat-penalty",
-                                              "--repeat-last-n",
-                                              "--frequency-penalty",
-                                              "--presence-penalty",
-                                              "--stop",
-                                              "--ignore-eos",
-                                              "--spec",
-                                              "--draft-model",
-                                              "--draft-max",
-                                              "--draft-p-min",
-                                              "--draft-steps",
-                                              "--lookup-ngram-max"};
-    static constexpr const char* kDiffusionOnly[] = {
-        "--steps",       "--block-length",   "--remasking",
-        "--cfg-scale",   "--logits-eos-inf", "--confidence-eos-eot-inf",
-        "--visual",      "--cache",          "--prefix-look",
-        "--after-look",  "--commit",         "--threshold",
-        "--factor",      "--low-threshold",  "--credit-alpha",
-        "--credit-beta", "--credit-gamma",   "--early-stop"};
     const bool is_diffusion = m.config().is_diffusion();
-    const bool is_dream = m.config().architecture == "dream";
-    if (Status s = CheckDreamFlags(*this, is_dream, path, m.config().architecture); !s.ok()) {
-      return Fail(s);
-    }
-    auto given = [&](const char* name) {
-      const CLI::Option* o = cli != nullptr ? cli->get_option_no_throw(name) : nullptr;
-      return o != nullptr && o->count() > 0;
-    };
-    for (const char* name : is_diffusion ? std::span<const char* const>(kArOnly)
-                                         : std::span<const char* const>(kDiffusionOnly)) {
-      const std::string_view flag(name);
-      // Dream's reference sampler has top-k/top-p (checked by CheckDreamFlags).
-      if (is_dream && (flag == "--top-k" || flag == "--top-p")) continue;
-      if (given(name)) {
-        return Fail(InvalidArgumentError(
-            std::string(name) + " applies to " + (is_diffusion ? "autoregressive" : "diffusion") +
-            " models; " + path + " is " + (is_diffusion ? "a diffusion" : "an autoregressive") +
-            " model (" + m.config().architecture + ")"));
+    for (const char* name : {"--stop", "--ignore-eos"}) {
+      if (is_diffusion && FlagGiven(cli, name)) {
+        return Fail(InvalidArgumentError(std::string(name) + " applies to autoregressive models; " +
+                                         path + " is a diffusion model (" +
+                                         m.config().architecture + ")"));
       }
+    }
+    if (!is_diffusion && FlagGiven(cli, "--visual")) {
+      return Fail(InvalidArgumentError("--visual applies to diffusion models; " + path +
+                                       " is an autoregressive model (" + m.config().architecture +
+                                       ")"));
     }
   }
 
@@ -226,69 +162,9 @@ int GenerateCommand::Run() const {
     }
   }
   const double tokenize_ms = MsSince(tok_start);
-  if (!m.config().is_diffusion()) {
-    return RunArGeneration(*this, loaded, path, ids, used_chat, load_ms, tokenize_ms);
-  }
-  if (m.config().architecture == "dream" && !WantsBlockDecoder(*this)) {
-    return RunDreamGeneration(*this, loaded, path, ids, used_chat, load_ms, tokenize_ms);
-  }
-
-  DiffusionTokenIds dids{tok.special().mask, tok.special().eos, tok.special().eot};
-  auto dec_or = DiffusionDecoder::Create(params, dids, ids, m.config().context_length,
-                                         m.config().vocab_size, m.config().shift_logits);
-  if (!dec_or.ok()) return Fail(dec_or.status());
-  DiffusionDecoder& dec = *dec_or;
-
-  Workspace ws;
-  ProgressLine progress("generating");
-  LiveBlock live;
-  const auto gen_start = std::chrono::steady_clock::now();
-  auto on_step = [&](const DiffusionDecoder& d, const DiffusionStepResult& r) {
-    const double secs = MsSince(gen_start) / 1000.0;
-    const int64_t committed = params.gen_length - d.num_masked();
-    char info[160];
-    std::snprintf(info, sizeof(info), "step %lld  block %lld/%lld  %.2f tokens/s",
-                  static_cast<long long>(r.step + 1), static_cast<long long>(r.block + 1),
-                  static_cast<long long>(params.num_blocks()),
-                  secs > 0 ? static_cast<double>(committed) / secs : 0.0);
-    if (visual) {
-      // On a terminal the canvas is redrawn in place; into a file or pipe only the final canvas
-      // is written (not one frame per step).
-      if (!StderrIsTerminal() && !d.Done()) return;
-      live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" +
-                RenderCanvas(d, tok, ids.back()));
-    } else {
-      progress.Update(d.Done() ? params.gen_length : committed, params.gen_length, info);
-    }
-  };
-  auto stats_or = RunDiffusion(m, dec, ws, on_step);
-  progress.Finish();
-  if (!stats_or.ok()) return Fail(stats_or.status());
-
-  const nlohmann::json j = {{"gen_length", params.gen_length},
-                            {"steps", params.steps},
-                            {"block_length", params.block_length},
-                            {"temperature", params.temperature},
-                            {"cfg_scale", params.cfg_scale},
-                            {"remasking", std::string(RemaskingName(params.remasking))},
-                            {"logits_eos_inf", params.logits_eos_inf},
-                            {"confidence_eos_eot_inf", params.confidence_eos_eot_inf},
-                            {"seed", params.seed},
-                            {"cache", std::string(CacheModeName(params.cache))},
-                            {"commit", std::string(CommitRuleName(params.commit))},
-                            {"threshold", params.threshold},
-                            {"factor", params.factor},
-                            {"low_threshold", params.low_threshold},
-                            {"prefix_look", params.prefix_look},
-                            {"after_look", params.after_look},
-                            {"credit_alpha", params.credit_alpha},
-                            {"credit_beta", params.credit_beta},
-                            {"credit_gamma", params.credit_gamma},
-                            {"early_stop", params.early_stop},
-                            {"shift_logits", m.config().shift_logits},
-                            {"chat", used_chat}};
-  return PrintDiffusionResult(loaded, path, ids, dec.generated(), *stats_or, load_ms, tokenize_ms,
-                              j, json);
+  const GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms};
+  if (!m.config().is_diffusion()) return RunArGeneration(*this, run, options);
+  return RunDiffusionGeneration(*this, run, options);
 }
 
 }  // namespace unmask::tools

@@ -10,6 +10,8 @@
 #include "common/ar_args.h"
 #include "common/dream_args.h"
 #include "common/model_args.h"
+#include "decode/decoder_factory.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 
 namespace unmask::tools {
@@ -33,22 +35,23 @@ struct GenerateCommand {
   int Run() const;
 };
 
-// generate_ar.cc: the AR half of Run() once the model is loaded and the prompt tokenized.
-int RunArGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::string& path,
-                    const std::vector<int32_t>& ids, bool used_chat, double load_ms,
-                    double tokenize_ms);
+// A generation once the model is loaded (in `engine`) and the prompt tokenized.
+struct GenerateRun {
+  Engine& engine;
+  size_t index = 0;  // the model in `engine`
+  const std::string& path;
+  const std::vector<int32_t>& ids;
+  bool used_chat = false;
+  double load_ms = 0;
+  double tokenize_ms = 0;
+};
 
-// generate_dream.cc: the Dream half of Run() (Dream's reference sampler), and the check that
-// refuses Dream-only flags (--alg, --eps, --alg-temp) for other models and Dream-sampler flags
-// (also --top-k/--top-p) together with block-decoder flags (InvalidArgument naming the flag).
-// True when a block-decoder flag (--block-length, --cache, --commit, --threshold, ...) was given:
-// a Dream model then runs the block decoder with shifted logits instead of Dream's sampler.
-bool WantsBlockDecoder(const GenerateCommand& cmd);
-Status CheckDreamFlags(const GenerateCommand& cmd, bool is_dream, const std::string& path,
-                       const std::string& architecture);
-int RunDreamGeneration(const GenerateCommand& cmd, LoadedModel& loaded, const std::string& path,
-                       const std::vector<int32_t>& ids, bool used_chat, double load_ms,
-                       double tokenize_ms);
+// generate_ar.cc: the AR half of Run() (drafters, streamed text, stop strings).
+int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOptions options);
+// generate_diffusion.cc: the diffusion half (the block decoder, or Dream's reference sampler for
+// Dream models unless a block-decoder flag is given), with progress or --visual.
+int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
+                           const DecodeOptions& options);
 
 }  // namespace unmask::tools
 

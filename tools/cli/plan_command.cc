@@ -9,6 +9,7 @@
 #include "common/cli_util.h"
 #include "common/hardware_table.h"
 #include "common/plan_report.h"
+#include "decode/decoder_factory.h"
 #include "format/gguf.h"
 #include "plan/model_presets.h"
 
@@ -144,7 +145,7 @@ int PlanCommand::Run() const {
                                      std::to_string(gen_length) + ")"));
   }
   // The workload must fit each model's context (diffusion: the canvas, a block multiple).
-  const int64_t canvas = (gen_length + block_length - 1) / block_length * block_length;
+  const int64_t canvas = DiffusionCanvasLength(gen_length, block_length);
   for (const PlanModel* m : {&in.diffusion, &in.ar}) {
     const int64_t need = prompt_length + (m->config.is_diffusion() ? canvas : gen_length);
     if (need > m->config.context_length) {

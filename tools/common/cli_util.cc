@@ -68,6 +68,11 @@ void PrintError(std::string_view who, std::string_view message) {
   std::fprintf(stderr, "%s: error: %s\n", std::string(who).c_str(), EscapeControl(message).c_str());
 }
 
+int FailWith(std::string_view who, const Status& status, int exit_code) {
+  PrintError(who, status.message());
+  return exit_code;
+}
+
 CLI::Validator IntegerIn(int64_t lo, int64_t hi) {
   const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return CLI::Validator(

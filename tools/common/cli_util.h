@@ -17,6 +17,8 @@ std::string EscapeControl(std::string_view text);
 
 // Prints "<who>: error: <message>" as one line on stderr (message escaped).
 void PrintError(std::string_view who, std::string_view message);
+// PrintError(who, status.message()) and returns `exit_code`: the one error exit of the commands.
+int FailWith(std::string_view who, const Status& status, int exit_code = 1);
 
 // The contents of the regular file at `path`, for files a flag names (prompt lists, tables).
 // Errors: NotFound when it cannot be opened; InvalidArgument for something other than a regular

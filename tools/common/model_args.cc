@@ -69,15 +69,17 @@ void DiffusionArgs::AddTo(CLI::App& app) {
       ->capture_default_str();
   steps_option =
       app.add_option("--steps", params.steps,
-                     "denoising steps (forward passes) in total (default: 128, or gen_length when "
-                     "that is shorter); must be divisible by gen_length / block_length. steps == "
+                     "denoising steps (forward passes) in total (default: gen_length up to 128, "
+                     "else 128 rounded down to a multiple of the block count); must be divisible "
+                     "by gen_length / block_length. steps == "
                      "gen_length commits one token per step; more steps than masked tokens run "
                      "forwards that commit nothing (as the LLaDA reference does)")
           ->check(IntegerIn(1, kMaxLength))
           ->capture_default_str();
   app.add_option("--block-length", params.block_length,
-                 "semi-autoregressive block size; must divide gen_length (== gen_length: one "
-                 "block, pure diffusion)")
+                 "semi-autoregressive block size; gen_length is rounded up to a multiple of it "
+                 "and the output cut back to gen_length (== gen_length: one block, pure "
+                 "diffusion)")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
   app.add_option("--remasking", remasking,
@@ -181,40 +183,11 @@ StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   const auto c = CacheModeFromName(cache);
   if (!c) return InvalidArgumentError("unknown --cache '" + cache + "'");
   p.cache = *c;
-  auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
-  // Without --steps a short output gets one step per token, not 128 forwards (the server's rule).
-  if (!given(steps_option)) p.steps = std::min(p.steps, p.gen_length);
-  std::string rule = commit;
-  if (rule.empty()) {
-    rule = given(low_threshold_option) ? "hierarchy"
-           : given(factor_option)      ? "factor"
-           : given(threshold_option)   ? "threshold"
-                                       : "fixed";
-  }
-  const auto cr = CommitRuleFromName(rule);
-  if (!cr) return InvalidArgumentError("unknown --commit '" + rule + "'");
-  p.commit = *cr;
-  const bool uses_threshold = p.commit == CommitRule::kThreshold ||
-                              p.commit == CommitRule::kHierarchy || p.commit == CommitRule::kCredit;
-  if (given(threshold_option) && !uses_threshold) {
-    return InvalidArgumentError("--threshold does not apply to --commit " + rule);
-  }
-  if (given(factor_option) && p.commit != CommitRule::kFactor) {
-    return InvalidArgumentError("--factor does not apply to --commit " + rule);
-  }
-  if (given(low_threshold_option) && p.commit != CommitRule::kHierarchy) {
-    return InvalidArgumentError("--low-threshold does not apply to --commit " + rule);
-  }
-  for (const CLI::Option* o : credit_options) {
-    if (given(o) && p.commit != CommitRule::kCredit) {
-      return InvalidArgumentError(o->get_name() + " does not apply to --commit " + rule);
-    }
-  }
-  for (const CLI::Option* o : look_options) {
-    if (given(o) && p.cache != CacheMode::kVicinity) {
-      return InvalidArgumentError(o->get_name() + " applies to --cache vicinity, not --cache " +
-                                  cache);
-    }
+  if (steps_option == nullptr || steps_option->count() == 0) p.steps = 0;  // the default rule
+  if (!commit.empty()) {
+    const auto cr = CommitRuleFromName(commit);
+    if (!cr) return InvalidArgumentError("unknown --commit '" + commit + "'");
+    p.commit = *cr;
   }
   return p;
 }

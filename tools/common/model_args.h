@@ -49,10 +49,10 @@ struct DiffusionArgs {
   std::vector<CLI::Option*> look_options;    // --prefix-look/--after-look
 
   void AddTo(CLI::App& app);
-  // params with the remasking, cache and commit names resolved (--threshold alone implies
-  // --commit threshold, --factor factor, --low-threshold hierarchy) and, without --steps, steps =
-  // min(128, gen_length) (one token per step for short outputs). InvalidArgument for an unknown
-  // name, or for parameters of a rule other than the chosen one.
+  // params with the remasking, cache and commit names resolved and, without --steps, steps = 0
+  // (the factory's default). Which rule --threshold / --factor / --low-threshold imply without
+  // --commit, and which flags a rule does not use, is settled by the decoder factory
+  // (decode/decoder_factory.h) from the flags given. InvalidArgument for an unknown name.
   StatusOr<DiffusionParams> Resolve() const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include "decode/decoder_factory.h"
 
 namespace unmask::tools {
 namespace {
@@ -137,8 +138,7 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
     } else if (e.diffusion()) {
       if (in.workload.gen_length % e.block_length != 0) {
         a.push_back(e.name + ": the canvas is the output rounded up to a multiple of the block (" +
-                    std::to_string((in.workload.gen_length + e.block_length - 1) / e.block_length *
-                                   e.block_length) +
+                    std::to_string(DiffusionCanvasLength(in.workload.gen_length, e.block_length)) +
                     " positions); only the requested tokens count");
       }
       a.push_back(

@@ -1,5 +1,7 @@
 #include "server/api_request.h"
 
+#include "decode/dream_params.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -230,6 +232,9 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                                                "low_threshold",
                                                "cfg_scale",
                                                "early_stop",
+                                               "alg",
+                                               "eps",
+                                               "alg_temp",
                                                "latency_target_ms",
                                                "timeout",
                                                "x_canvas",
@@ -328,6 +333,12 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   if (auto e = ReadNumber(j, "low_threshold", 0, 1, &r.low_threshold)) return e;
   if (auto e = ReadNumber(j, "cfg_scale", 0, 1e3, &r.cfg_scale)) return e;
   if (auto e = ReadBool(j, "early_stop", &r.early_stop)) return e;
+  if (auto e = ReadString(j, "alg", &r.alg)) return e;
+  if (r.alg && !DreamAlgFromName(*r.alg)) {
+    return Bad("alg", "'alg' must be origin, maskgit_plus, topk_margin or entropy");
+  }
+  if (auto e = ReadNumber(j, "eps", 1e-9, 1 - 1e-9, &r.eps)) return e;
+  if (auto e = ReadNumber(j, "alg_temp", 0, 1e3, &r.alg_temp)) return e;
   if (auto e = ReadNumber(j, "latency_target_ms", 1e-3, 1e9, &r.latency_target_ms)) return e;
   if (auto e = ReadNumber(j, "timeout", 1e-3, 1e7, &r.timeout_s)) return e;
   if (auto e = ReadBool(j, "x_canvas", &x_canvas)) return e;

@@ -54,6 +54,10 @@ struct ApiRequest {
   std::optional<double> low_threshold;
   std::optional<double> cfg_scale;
   std::optional<bool> early_stop;
+  // Extensions: Dream's reference sampler (Dream models without block-decoder fields).
+  std::optional<std::string> alg;  // origin | maskgit_plus | topk_margin | entropy
+  std::optional<double> eps;
+  std::optional<double> alg_temp;
   // Extensions: routing, deadline, streaming, speculation.
   std::optional<double> latency_target_ms;
   std::optional<double> timeout_s;

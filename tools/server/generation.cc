@@ -172,42 +172,32 @@ bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
   }
 }
 
-// Request fields that the engine running it does not use (logged, as unknown fields are): with
-// `auto` the same body may go to either engine.
-std::vector<std::string> FieldsNotUsed(const ApiRequest& r, bool diffusion,
-                                       const DiffusionParams& dp) {
-  std::vector<std::string> out;
+// The request fields that were set, named as the decoder factory knows them
+// (decode/decoder_factory.h): it settles them and lists those the chosen decoder does not use.
+std::vector<GivenParam> GivenFields(const ApiRequest& r) {
+  std::vector<GivenParam> out;
   auto add = [&](bool present, const char* name) {
-    if (present) out.push_back(name);
+    if (present) out.push_back({name, name});
   };
-  if (!diffusion) {
-    add(r.steps.has_value(), "steps");
-    add(r.block_length.has_value(), "block_length");
-    add(r.remasking.has_value(), "remasking");
-    add(r.cache.has_value(), "cache");
-    add(r.commit.has_value(), "commit");
-    add(r.threshold.has_value(), "threshold");
-    add(r.factor.has_value(), "factor");
-    add(r.low_threshold.has_value(), "low_threshold");
-    add(r.cfg_scale.has_value(), "cfg_scale");
-    add(r.early_stop.has_value(), "early_stop");
-    add(r.x_canvas, "x_canvas");
-    return out;
-  }
   add(r.top_p.has_value(), "top_p");
   add(r.top_k.has_value(), "top_k");
   add(r.min_p.has_value(), "min_p");
   add(r.frequency_penalty.has_value(), "frequency_penalty");
   add(r.presence_penalty.has_value(), "presence_penalty");
   add(r.speculative.has_value(), "speculative");
-  add(r.x_canvas && !r.stream, "x_canvas");
-  add(r.steps.has_value() && dp.commit != CommitRule::kFixed, "steps");
-  const bool uses_threshold = dp.commit == CommitRule::kThreshold ||
-                              dp.commit == CommitRule::kHierarchy ||
-                              dp.commit == CommitRule::kCredit;
-  add(r.threshold.has_value() && !uses_threshold, "threshold");
-  add(r.factor.has_value() && dp.commit != CommitRule::kFactor, "factor");
-  add(r.low_threshold.has_value() && dp.commit != CommitRule::kHierarchy, "low_threshold");
+  add(r.steps.has_value(), "steps");
+  add(r.block_length.has_value(), "block_length");
+  add(r.remasking.has_value(), "remasking");
+  add(r.cache.has_value(), "cache");
+  add(r.commit.has_value(), "commit");
+  add(r.threshold.has_value(), "threshold");
+  add(r.factor.has_value(), "factor");
+  add(r.low_threshold.has_value(), "low_threshold");
+  add(r.cfg_scale.has_value(), "cfg_scale");
+  add(r.early_stop.has_value(), "early_stop");
+  add(r.alg.has_value(), "alg");
+  add(r.eps.has_value(), "eps");
+  add(r.alg_temp.has_value(), "alg_temp");
   return out;
 }
 
@@ -229,8 +219,8 @@ std::string ParamOf(const std::string& message) {
 
 std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel& m,
                                           std::vector<int32_t>* ids) const {
-  const Tokenizer& tok = *m.loaded.tokenizer;
-  const ModelConfig& c = m.loaded.model->config();
+  const Tokenizer& tok = *m.loaded->tokenizer;
+  const ModelConfig& c = m.loaded->model->config();
   if (r.prompt_is_ids) {
     for (int32_t id : r.prompt_ids) {
       if (id >= c.vocab_size) {
@@ -319,10 +309,12 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
 }
 
 std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const ServedModel& m,
-                                                GenerationRequest* g) const {
+                                                GenerationRequest* g, BuiltDecoder* built) const {
   if (auto e = PromptIds(r, m, &g->prompt)) return e;
   g->max_tokens = r.max_tokens;
   g->stop = r.stop;
+  g->given = GivenFields(r);
+  g->refuse_unused = false;  // with model "auto" one body may go to either kind: logged instead
   const uint64_t seed = r.seed ? *r.seed : RandomSeed();
   const double temperature = r.temperature.value_or(options_.temperature);
   // AR: OpenAI semantics (top_p 1, no top-k / min-p unless asked).
@@ -335,14 +327,15 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   sp.presence_penalty = r.presence_penalty.value_or(0.0);
   sp.seed = seed;
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
-  // Diffusion: the server's defaults, then the request's extensions.
+  // Diffusion: the server's defaults, then the request's extensions; the factory settles the
+  // canvas, the default steps and the rule a threshold implies.
   DiffusionParams& dp = g->diffusion;
   dp = options_.diffusion;
   dp.temperature = temperature;
   dp.seed = seed;
   dp.block_length =
       r.block_length.value_or(std::min(options_.diffusion.block_length, r.max_tokens));
-  dp.steps = r.steps.value_or(0);  // 0: one step per token (the scheduler resolves it)
+  dp.steps = r.steps.value_or(0);  // 0: the factory's default
   if (r.remasking) {
     auto v = RemaskingFromName(*r.remasking);
     if (!v) return MakeError(400, "'remasking' must be low_confidence or random", "", "remasking");
@@ -360,27 +353,24 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
                        "commit");
     }
     dp.commit = *v;
-  } else if (r.threshold) {
-    dp.commit = dp.commit == CommitRule::kFixed ? CommitRule::kThreshold : dp.commit;
-  } else if (r.factor) {
-    dp.commit = CommitRule::kFactor;
-  } else if (r.low_threshold) {
-    dp.commit = CommitRule::kHierarchy;
   }
   if (r.threshold) dp.threshold = *r.threshold;
   if (r.factor) dp.factor = *r.factor;
   if (r.low_threshold) dp.low_threshold = *r.low_threshold;
   if (r.cfg_scale) dp.cfg_scale = *r.cfg_scale;
   if (r.early_stop) dp.early_stop = *r.early_stop;
+  if (r.alg) g->dream.alg = *DreamAlgFromName(*r.alg);  // checked by the parser
+  if (r.eps) g->dream.eps = *r.eps;
+  if (r.alg_temp) g->dream.alg_temp = *r.alg_temp;
   g->stream_canvas = r.x_canvas && r.stream;
   const double timeout_s = r.timeout_s.value_or(options_.request_timeout_s);
   g->deadline = g->arrival + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
-  const Status st = scheduler_->Validate(m.index, *g);
-  if (!st.ok()) {
+  auto b = engine_->scheduler().Build(m.index, *g);
+  if (!b.ok()) {
+    const Status& st = b.status();
     if (st.code() == StatusCode::kOutOfRange) {
       std::string msg = st.message() + " (model " + m.id + ")";
-      const int64_t canvas =
-          (r.max_tokens + dp.block_length - 1) / dp.block_length * dp.block_length;
+      const int64_t canvas = DiffusionCanvasLength(r.max_tokens, dp.block_length);
       if (m.diffusion() && canvas != r.max_tokens) {
         msg += "; the diffusion canvas is max_tokens (" + std::to_string(r.max_tokens) +
                ") rounded up to a multiple of block_length (" + std::to_string(dp.block_length) +
@@ -390,6 +380,9 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
     }
     return MakeError(400, st.message(), "invalid_request_error", ParamOf(st.message()));
   }
+  if (b->decoder->mask_id() < 0 && r.x_canvas) b->unused.push_back("x_canvas");
+  if (b->decoder->mask_id() >= 0 && r.x_canvas && !r.stream) b->unused.push_back("x_canvas");
+  *built = std::move(b).value();
   return std::nullopt;
 }
 
@@ -419,61 +412,43 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   GenerationRequest g;
   g.arrival = arrival;
   g.id = idbuf;
+  BuiltDecoder built;
   if (r.model == "auto") {
-    std::vector<RouteCandidate> candidates;
-    std::vector<GenerationRequest> built(models_.size());
-    std::optional<ApiError> first_error;
+    std::vector<GenerationRequest> settled(models_.size());
+    std::vector<BuiltDecoder> decoders(models_.size());
+    std::vector<const GenerationRequest*> can_run(models_.size(), nullptr);
+    std::vector<std::optional<ApiError>> errors(models_.size());
     for (size_t i = 0; i < models_.size(); ++i) {
-      built[i].arrival = arrival;
-      built[i].id = idbuf;
-      if (auto e = BuildGeneration(r, *models_[i], &built[i])) {
-        if (!first_error) first_error = e;
-        continue;  // this model cannot run it (e.g. its context is too short)
-      }
-      candidates.push_back({i, models_[i]->id, scheduler_->Load(models_[i]->index)});
+      settled[i].arrival = arrival;
+      settled[i].id = idbuf;
+      errors[i] = BuildGeneration(r, *models_[i], &settled[i], &decoders[i]);
+      if (!errors[i]) can_run[i] = &settled[i];  // else: e.g. its context is too short
     }
-    if (candidates.empty()) {
-      if (models_.size() > 1 && first_error->status == 413) {
+    auto decision =
+        engine_->Route(can_run, r.latency_target_ms.value_or(options_.latency_target_ms));
+    if (!decision.ok()) {
+      ApiError first = MakeError(400, decision.status().message());
+      for (const auto& e : errors) {
+        if (e) {
+          first = *e;
+          break;
+        }
+      }
+      if (models_.size() > 1 && first.status == 413) {
         // Say why each model refused it, not only the first.
         std::string msg = "no loaded model can hold this request:";
         for (size_t i = 0; i < models_.size(); ++i) {
-          GenerationRequest tmp;
-          const auto e = BuildGeneration(r, *models_[i], &tmp);
-          msg += (i == 0 ? " " : "; ") + models_[i]->id + ": " + (e ? e->message : "ok");
+          msg += (i == 0 ? " " : "; ") + models_[i]->id + ": " +
+                 (errors[i] ? errors[i]->message : "ok");
         }
-        first_error->message = msg;
+        first.message = msg;
       }
-      return SendError(res, *first_error);
+      return SendError(res, first);
     }
-    for (RouteCandidate& c : candidates) {
-      for (const auto& other : models_) {
-        if (other->index == models_[c.index]->index) continue;
-        const EngineLoad l = scheduler_->Load(other->index);
-        if (l.running > 0) c.shared_step_ms += l.last_forward_ms;
-      }
-    }
-    // The router's request: as the diffusion engine would run it.
-    RouteRequest rr;
-    rr.max_tokens = r.max_tokens;
-    rr.latency_target_ms = r.latency_target_ms.value_or(options_.latency_target_ms);
-    for (RouteCandidate& c : candidates) {
-      const GenerationRequest& b = built[c.index];
-      c.prompt_tokens = static_cast<int64_t>(b.prompt.size());
-      if (models_[c.index]->diffusion()) {
-        rr.diffusion = b.diffusion;
-        const int64_t bl = std::max<int64_t>(rr.diffusion.block_length, 1);
-        rr.diffusion.gen_length = (r.max_tokens + bl - 1) / bl * bl;
-        if (rr.diffusion.steps <= 0) rr.diffusion.steps = rr.diffusion.gen_length;
-      }
-    }
-    route = Route(rr, candidates);
-    const size_t chosen =
-        std::find_if(candidates.begin(), candidates.end(), [&](const RouteCandidate& c) {
-          return c.name == route->name;
-        })->index;
-    m = models_[chosen].get();
-    g = std::move(built[chosen]);
-    route->index = m->index;
+    route = *std::move(decision);
+    m = models_[route->index].get();
+    g = std::move(settled[route->index]);
+    built = std::move(decoders[route->index]);
     metrics_.Add("router_decisions_total", {m->id, route->code});
   } else {
     m = FindModel(r.model);
@@ -484,15 +459,15 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
                                           "\"auto\" routes)",
                                       "not_found_error", "model"));
     }
-    if (auto e = BuildGeneration(r, *m, &g)) return SendError(res, *e);
+    if (auto e = BuildGeneration(r, *m, &g, &built)) return SendError(res, *e);
   }
-  if (const auto unused = FieldsNotUsed(r, m->diffusion(), g.diffusion); !unused.empty()) {
+  if (!built.unused.empty()) {
     std::string list;
-    for (const auto& f : unused) list += (list.empty() ? "" : ", ") + f;
+    for (const auto& f : built.unused) list += (list.empty() ? "" : ", ") + f;
     std::fprintf(stderr, "unmask serve: %s: fields that %s (%s) does not use, ignored: %s\n", idbuf,
-                 m->id.c_str(), m->diffusion() ? "diffusion" : "ar", list.c_str());
+                 m->id.c_str(), std::string(DecoderKindName(built.kind)).c_str(), list.c_str());
   }
-  auto stream = scheduler_->Submit(m->index, std::move(g));
+  auto stream = engine_->scheduler().Submit(m->index, std::move(g), std::move(built.decoder));
   if (!stream.ok()) {
     if (stream.status().code() == StatusCode::kResourceExhausted) {
       res.set_header("Retry-After", "1");
@@ -509,7 +484,7 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   x->engine = m->diffusion() ? "diffusion" : "ar";
   x->stream_mode = r.stream;
   x->include_usage = r.include_usage;
-  x->tokenizer = m->loaded.tokenizer.get();
+  x->tokenizer = m->loaded->tokenizer.get();
   x->route = route;
   x->log_prefix = std::string(idbuf) + (r.stream ? " stream" : "");
   auto provider = [x](size_t, httplib::DataSink& sink) {

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 #include "common/cli_util.h"
 #include "common/model_args.h"
+#include "decode/decoder_factory.h"
 
 namespace unmask::tools {
 
@@ -102,13 +104,21 @@ int ServeCommand::Run() {
   options.diffusion.remasking = *RemaskingFromName(remasking);
   options.diffusion.cache = *CacheModeFromName(cache);
   options.diffusion.commit = *CommitRuleFromName(commit);
-  if (commit_option->count() == 0) {
-    if (threshold_option->count() > 0 && factor_option->count() > 0) {
-      PrintError("unmask serve", "--threshold and --factor belong to different commit rules");
-      return 2;
+  {
+    // The server's defaults are settled as a request's are (--threshold alone implies the
+    // threshold rule, --factor the factor rule; a parameter of another rule is an error).
+    DecodeOptions o;
+    o.max_tokens = std::max<int64_t>(options.diffusion.block_length, 1);
+    o.diffusion = options.diffusion;
+    for (const CLI::Option* opt : {commit_option, threshold_option, factor_option}) {
+      if (opt->count() == 0) continue;
+      std::string name = opt->get_lnames().front();
+      std::replace(name.begin(), name.end(), '-', '_');
+      o.given.push_back({name, "--" + opt->get_lnames().front()});
     }
-    if (threshold_option->count() > 0) options.diffusion.commit = CommitRule::kThreshold;
-    if (factor_option->count() > 0) options.diffusion.commit = CommitRule::kFactor;
+    auto settled = SettleDiffusionParams(o);
+    if (!settled.ok()) return FailWith("unmask serve", settled.status(), 2);
+    options.diffusion.commit = settled->commit;
   }
   if (aliases.size() > models.size()) {
     PrintError("unmask serve", "more --alias than -m");

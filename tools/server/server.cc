@@ -38,13 +38,13 @@ Server::Server(ServerOptions options)
                           {"status"});
   metrics_.DeclareGauge("model_info", "Loaded models (value 1)",
                         {"model", "engine", "architecture"});
-  scheduler_ = std::make_unique<Scheduler>(options_.scheduler, &metrics_);
+  engine_ = std::make_unique<Engine>(EngineOptions{options_.scheduler}, &metrics_);
   InstallRoutes();
 }
 
 Server::~Server() {
   Stop();
-  scheduler_->Shutdown();
+  engine_->Shutdown();
 }
 
 StatusOr<int> Server::Bind() {
@@ -103,17 +103,15 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     lo.weight_mode = options_.weight_mode;
     auto loaded = LoadModel(m->path, lo);
     if (!loaded.ok()) return loaded.status();
-    m->loaded = std::move(loaded).value();
-    auto index = scheduler_->AddModel({m->id, m->loaded.model.get(), m->loaded.tokenizer.get()});
-    if (!index.ok()) return index.status().WithContext(m->path);
-    m->index = *index;
+    m->index = engine_->AddModel(m->id, std::move(loaded).value());
+    m->loaded = &engine_->model(m->index);
     metrics_.Set(
         "model_info",
-        {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded.model->config().architecture}, 1);
+        {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded->model->config().architecture}, 1);
     models.push_back(std::move(m));
   }
+  if (Status s = engine_->StartServing(); !s.ok()) return s;
   models_ = std::move(models);
-  scheduler_->Start();
   ready_.store(true);
   return Status::Ok();
 }
@@ -123,7 +121,7 @@ void Server::Serve() { http_->listen_after_bind(); }
 void Server::Stop() {
   // Requests end first (as aborted: their streams get a last event and close), then the listener
   // and the connection threads.
-  scheduler_->Shutdown();
+  engine_->Shutdown();
   if (http_) http_->stop();
 }
 
@@ -232,7 +230,7 @@ void Server::HandleModels(httplib::Response& res) {
   json data = json::array();
   const int64_t created = UnixSeconds();
   for (const auto& m : models_) {
-    const ModelConfig& c = m->loaded.model->config();
+    const ModelConfig& c = m->loaded->model->config();
     data.push_back({{"id", m->id},
                     {"object", "model"},
                     {"created", created},
@@ -274,7 +272,7 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
   } else {
     m = models_.front().get();
   }
-  const Tokenizer& tok = *m->loaded.tokenizer;
+  const Tokenizer& tok = *m->loaded->tokenizer;
   if (detokenize) {
     if (!j.contains("tokens") || !j["tokens"].is_array()) {
       return SendError(res, MakeError(400, "'tokens' must be an array of token ids", "", "tokens"));
@@ -306,7 +304,7 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
       return SetJson(res, 200,
                      {{"tokens", ids},
                       {"count", ids.size()},
-                      {"max_model_len", m->loaded.model->config().context_length}});
+                      {"max_model_len", m->loaded->model->config().context_length}});
     }
   }
   std::vector<int32_t> ids;
@@ -314,7 +312,7 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
   SetJson(res, 200,
           {{"tokens", ids},
            {"count", ids.size()},
-           {"max_model_len", m->loaded.model->config().context_length}});
+           {"max_model_len", m->loaded->model->config().context_length}});
 }
 
 }  // namespace unmask::server

@@ -1,4 +1,5 @@
-// `unmask serve`: the HTTP front end (cpp-httplib) over the engine's Scheduler and Router.
+// `unmask serve`: the HTTP front end (cpp-httplib) over the engine (engine/engine.h: its models,
+// scheduler and router).
 // Routes: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; GET /v1/models,
 // /health, /metrics, / (playground). docs/serving.md is the user's reference.
 #ifndef UNMASK_TOOLS_SERVER_SERVER_H_
@@ -13,9 +14,9 @@
 
 #include "core/status.h"
 #include "decode/diffusion_params.h"
+#include "engine/engine.h"
 #include "engine/metrics.h"
 #include "engine/router.h"
-#include "engine/scheduler.h"
 #include "model/loader.h"
 #include "server/api_request.h"
 
@@ -47,9 +48,9 @@ struct ServerOptions {
 struct ServedModel {
   std::string id;
   std::string path;
-  LoadedModel loaded;
-  size_t index = 0;  // scheduler model index
-  bool diffusion() const { return loaded.model->config().is_diffusion(); }
+  const LoadedModel* loaded = nullptr;  // owned by the engine
+  size_t index = 0;                     // engine (and scheduler) model index
+  bool diffusion() const { return loaded->model->config().is_diffusion(); }
 };
 
 class Server {
@@ -78,15 +79,16 @@ class Server {
   // Prompt ids of `r` for model `m`, or the error to send.
   std::optional<ApiError> PromptIds(const ApiRequest& r, const ServedModel& m,
                                     std::vector<int32_t>* ids) const;
-  // The engine request of `r` on `m`, or the error to send.
+  // The engine request of `r` on `m` and the decoder the factory built for it (the request's one
+  // validation), or the error to send.
   std::optional<ApiError> BuildGeneration(const ApiRequest& r, const ServedModel& m,
-                                          GenerationRequest* g) const;
+                                          GenerationRequest* g, BuiltDecoder* built) const;
   void SendError(httplib::Response& res, const ApiError& e);
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   MetricsRegistry metrics_;
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Engine> engine_;                    // models, scheduler, router inputs
   std::vector<std::unique_ptr<ServedModel>> models_;  // written before ready_ is set
   std::atomic<bool> ready_{false};
   std::atomic<uint64_t> next_id_{1};

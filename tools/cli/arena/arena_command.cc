@@ -19,6 +19,7 @@
 #include "common/roofline.h"
 #include "common/terminal.h"
 #include "core/parallel.h"
+#include "decode/decoder_factory.h"
 
 namespace unmask::tools {
 namespace {
@@ -112,7 +113,7 @@ StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
   const plan::MachineRates rates = RatesOf(target, r.machine, target_rates);
   const double mean_tokens = static_cast<double>(measured.tokens) /
                              static_cast<double>(std::max<int64_t>(measured.requests, 1));
-  const int64_t canvas = (r.gen_length + r.block_length - 1) / r.block_length * r.block_length;
+  const int64_t canvas = DiffusionCanvasLength(r.gen_length, r.block_length);
   plan::Workload w{r.prompt_length,
                    mode.diffusion ? canvas : std::max<int64_t>(1, std::llround(mean_tokens))};
   double k = 1, draft_cost = 0;
@@ -343,7 +344,7 @@ int ArenaCommand::Run() const {
     if (lm == nullptr) continue;
     auto ids = TokenizePrompts(*lm->tokenizer, *texts, prompt_length);
     if (!ids.ok()) return Fail(ids.status());
-    const int64_t canvas = (gen_length + block_length - 1) / block_length * block_length;
+    const int64_t canvas = DiffusionCanvasLength(gen_length, block_length);
     const int64_t need = prompt_length + (lm->model->config().is_diffusion() ? canvas : gen_length);
     if (need > lm->model->config().context_length) {
       return Fail(OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +

@@ -5,15 +5,12 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.h"
 #include "decode/drafter.h"
-#include "engine/generate_ar.h"
+#include "engine/engine.h"
 
 namespace unmask::tools {
 namespace {
-
-double MsSince(SteadyClock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-}
 
 GenerationRequest MakeRequest(const ArenaMode& mode, const ArenaSettings& s,
                               const std::vector<int32_t>& prompt, int64_t i) {
@@ -27,7 +24,7 @@ GenerationRequest MakeRequest(const ArenaMode& mode, const ArenaSettings& s,
   req.diffusion = mode.diffusion_params;
   req.diffusion.temperature = 0;
   req.diffusion.block_length = s.block_length;
-  req.diffusion.steps = 0;  // fixed rule: one token per forward (steps == gen_length)
+  req.diffusion.steps = 0;  // the factory's default: one token per forward up to 128 tokens
   req.arrival = SteadyClock::now();
   return req;
 }
@@ -40,11 +37,10 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
   o.max_batch = batch;
   o.max_queue = requests + batch;
   o.max_batched_tokens = int64_t{1} << 30;
-  Scheduler sched(o, nullptr);
-  UNMASK_ASSIGN_OR_RETURN(size_t index, OnTemporaryThread([&] {
-                            return sched.AddModel({mode.name, lm.model.get(), lm.tokenizer.get()});
-                          }));
-  sched.Start();
+  Engine engine(EngineOptions{o}, nullptr);
+  const size_t index = engine.AddModel(mode.name, &lm);
+  UNMASK_RETURN_IF_ERROR(OnTemporaryThread([&] { return engine.StartServing(); }));
+  Scheduler& sched = engine.scheduler();
   ArenaPoint point;
   point.mode = mode.name;
   point.batch = batch;
@@ -90,7 +86,7 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
   for (std::thread& t : clients) t.join();
   point.wall_ms = MsSince(t0);
   point.totals = sched.Load(index).totals;
-  sched.Shutdown();
+  sched.Shutdown();  // before `engine` goes: the requests' streams are done
   if (!error.ok()) return error;
   return point;
 }
@@ -112,9 +108,9 @@ StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& mo
                                 ") differs from the target's (" +
                                 std::to_string(target.model->config().vocab_size) + ")");
   }
-  const ModelConfig& c = target.model->config();
-  UNMASK_ASSIGN_OR_RETURN(KvCache kv, target.model->MakeKvCache(1));
-  Workspace ws;
+  Engine engine;
+  const size_t index = engine.AddModel(mode.name, &target);
+  StepBuffers buffers;
   ArenaPoint point;
   point.mode = mode.name;
   point.batch = 1;
@@ -129,19 +125,14 @@ StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& mo
       UNMASK_ASSIGN_OR_RETURN(drafter, MakeDiffusionDrafter(drafter_model->model.get(), dp));
     }
     const size_t p = static_cast<size_t>(i) % prompts.size();
-    const GenerationRequest req = MakeRequest(mode, settings, prompts[p], i);
-    ArParams params = req.ar;
-    params.n_predict = req.max_tokens;
-    const ArTokenIds ids{target.tokenizer->special().eos, target.tokenizer->special().eot};
-    UNMASK_ASSIGN_OR_RETURN(
-        ArDecoder dec,
-        ArDecoder::Create(params, ids, req.prompt, c.context_length, c.vocab_size, drafter.get()));
-    kv.Clear(0);
-    UNMASK_ASSIGN_OR_RETURN(ArGenerationStats st,
-                            RunAr(*target.model, kv, dec, ws, drafter.get(), nullptr));
+    GenerationRequest req = MakeRequest(mode, settings, prompts[p], i);
+    req.drafter = drafter.get();
+    UNMASK_ASSIGN_OR_RETURN(BuiltDecoder dec, engine.MakeDecoder(index, req.prompt, req));
+    Decoder* const one[1] = {dec.decoder.get()};
+    UNMASK_ASSIGN_OR_RETURN(GenerationStats st, engine.Run(index, one, nullptr, &buffers));
     ArenaRequest r;
     r.prompt_index = p;
-    r.output.assign(dec.generated().begin(), dec.generated().end());
+    r.output.assign(dec.decoder->generated().begin(), dec.decoder->generated().end());
     r.stats.prompt_tokens = st.prompt_tokens;
     r.stats.completion_tokens = st.generated_tokens;
     r.stats.nfe = st.nfe;

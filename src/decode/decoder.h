@@ -1,0 +1,101 @@
+// The decoder interface (ARCHITECTURE.md "Main interfaces"): a decoder owns one request's token
+// state and decides, step by step, which positions a forward pass feeds and what the logits
+// commit. It never runs the model: the engine's step (engine/step.h) batches the plans of many
+// decoders into one Model::Forward, routes each its logit rows and calls Update.
+//
+//   while (!d.Done()) { plan = d.Plan(); Forward(plan) -> logits; d.Update(logits, &step); }
+//
+// Implemented by ArDecoder (decode/decoder_ar.h: sampling chain, optional speculative drafter),
+// DiffusionDecoder (decoder_diffusion.h: LLaDA block decoding, every cache mode and commit rule)
+// and DreamDecoder (decoder_dream.h: Dream's reference sampler). decode/decoder_factory.h builds
+// the right one from a model and a request; it is the only place request parameters are settled.
+#ifndef UNMASK_DECODE_DECODER_H_
+#define UNMASK_DECODE_DECODER_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "model/model.h"
+
+namespace unmask {
+
+enum class DecoderKind { kAr, kDiffusion, kDream };
+std::string_view DecoderKindName(DecoderKind k);  // "ar" | "diffusion" | "dream"
+
+// Why a decoder ended.
+enum class DecodeFinish {
+  kNone,     // still running
+  kEos,      // an end-of-generation token (AR), or a finished block holding EOS (early stop)
+  kLength,   // the token budget or the canvas is used up
+  kContext,  // the context is full (AR)
+  kStopped,  // Stop() was called (a stop string, or the text is complete)
+};
+
+// What one Update did. Each decoder fills the fields that apply to it and leaves the others at
+// their defaults (Update resets the struct first).
+struct DecodeStep {
+  int64_t step = 0;                          // 0-based index of this step (= forwards before it)
+  int64_t block = 0;                         // diffusion: block index (0 for AR and Dream)
+  std::vector<int32_t> tokens;               // AR: tokens committed, in order
+  std::vector<int32_t> committed_positions;  // diffusion, Dream: absolute canvas positions written
+                                             // (block decoder: commit order; Dream: see its header)
+  int64_t num_transfer = 0;                  // Dream: k, positions selected this step
+  int64_t drafted = 0;                       // AR speculative: tokens proposed for this step
+  int64_t accepted = 0;                      // of which accepted
+  bool early_stopped = false;                // diffusion: this step ended generation (early stop)
+
+  void Reset() {
+    step = block = num_transfer = drafted = accepted = 0;
+    tokens.clear();
+    committed_positions.clear();
+    early_stopped = false;
+  }
+};
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+
+  virtual DecoderKind kind() const = 0;
+  virtual bool Done() const = 0;
+  virtual DecodeFinish finish() const = 0;
+  // The forward this step needs. The plan's spans point into the decoder and stay valid until the
+  // next Update. Errors: FailedPrecondition after Done(); a drafter's errors (AR).
+  virtual StatusOr<const BatchPlan*> Plan() = 0;
+  // Consumes logits [Plan()->num_logit_rows(), vocab] f32 and commits tokens; `step` may be null.
+  // Errors: InvalidArgument for logits of the wrong shape; FailedPrecondition without a Plan() for
+  // this step or after Done().
+  virtual Status Update(const TensorView& logits, DecodeStep* step) = 0;
+  // Ends generation now (a stop string was found, or the text is complete): Done() becomes true
+  // and finish() kStopped.
+  virtual void Stop() = 0;
+
+  // KV cache: when true the caller passes a cache with at least kv_seq() + 1 sequences to every
+  // Forward of this decoder's plans.
+  virtual bool needs_kv_cache() const = 0;
+  virtual int32_t kv_seq() const = 0;
+  virtual void set_kv_seq(int32_t seq) = 0;
+
+  virtual int64_t prompt_length() const = 0;
+  // The generated part: AR the tokens so far; diffusion and Dream the whole generated canvas
+  // ([gen_length], mask_id() where still masked).
+  virtual std::span<const int32_t> generated() const = 0;
+  // The streaming view: the generated tokens that are final and in order, i.e. what may be shown
+  // to a user now. AR: generated(); diffusion and Dream: the generated positions before the first
+  // one still masked.
+  virtual std::span<const int32_t> committed() const;
+  // The mask token id of a diffusion decoder; -1 for AR.
+  virtual int32_t mask_id() const { return -1; }
+  virtual int64_t nfe() const = 0;  // forward passes so far (a CFG pair counts once)
+  // Positions a steady step of this decoder feeds, for the scheduler's token budget: the whole
+  // canvas (prompt included) for diffusion and Dream, 1 for AR after its prefill.
+  virtual int64_t step_positions() const = 0;
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_DECODE_DECODER_H_

@@ -1,0 +1,267 @@
+#include "decode/decoder_factory.h"
+
+#include <algorithm>
+#include <array>
+
+namespace unmask {
+namespace {
+
+// Parameters only the AR decoder uses. top_k and top_p are also Dream's sampler's. (Stop strings
+// and ignore_eos act on the text, engine/text_stream.h, for every kind.)
+constexpr std::array<std::string_view, 15> kArOnly = {"n_predict",
+                                                      "top_k",
+                                                      "top_p",
+                                                      "min_p",
+                                                      "repeat_penalty",
+                                                      "repeat_last_n",
+                                                      "frequency_penalty",
+                                                      "presence_penalty",
+                                                      "spec",
+                                                      "speculative",
+                                                      "draft_model",
+                                                      "draft_max",
+                                                      "draft_p_min",
+                                                      "draft_steps",
+                                                      "lookup_ngram_max"};
+// Parameters of the block decoder; on a Dream model any of them selects it.
+constexpr std::array<std::string_view, 16> kBlockOnly = {
+    "block_length", "remasking",     "cfg_scale",    "logits_eos_inf", "confidence_eos_eot_inf",
+    "cache",        "prefix_look",   "after_look",   "commit",         "threshold",
+    "factor",       "low_threshold", "credit_alpha", "credit_beta",    "credit_gamma",
+    "early_stop"};
+// Parameters of diffusion decoding in general.
+constexpr std::array<std::string_view, 1> kDiffusionOnly = {"steps"};
+// Dream's sampler only.
+constexpr std::array<std::string_view, 3> kDreamOnly = {"alg", "eps", "alg_temp"};
+
+bool In(std::span<const std::string_view> set, std::string_view name) {
+  return std::find(set.begin(), set.end(), name) != set.end();
+}
+
+bool UsesThreshold(CommitRule r) {
+  return r == CommitRule::kThreshold || r == CommitRule::kHierarchy || r == CommitRule::kCredit;
+}
+
+// Adds `p` to `unused`, or returns an error when unused parameters are refused.
+Status Unused(const DecodeOptions& o, const GivenParam& p, const std::string& why,
+              std::vector<std::string>* unused) {
+  if (o.refuse_unused) return InvalidArgumentError(p.label + " " + why);
+  if (unused != nullptr) unused->push_back(p.label);
+  return Status::Ok();
+}
+
+std::string Describe(const DecoderModel& m) {
+  return (m.name.empty() ? std::string("the model") : m.name) + " (" + m.config->architecture + ")";
+}
+
+}  // namespace
+
+bool Given(const DecodeOptions& options, std::string_view name) {
+  return std::any_of(options.given.begin(), options.given.end(),
+                     [&](const GivenParam& p) { return p.name == name; });
+}
+
+int64_t DiffusionCanvasLength(int64_t max_tokens, int64_t block_length) {
+  if (block_length <= 0 || max_tokens <= 0) return max_tokens;
+  return (max_tokens + block_length - 1) / block_length * block_length;
+}
+
+int64_t DefaultDiffusionSteps(int64_t gen_length, int64_t block_length) {
+  constexpr int64_t kMaxDefaultSteps = 128;
+  if (gen_length <= kMaxDefaultSteps) return gen_length;
+  const int64_t blocks = block_length > 0 ? std::max<int64_t>(gen_length / block_length, 1) : 1;
+  return std::max(blocks, kMaxDefaultSteps / blocks * blocks);
+}
+
+StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
+                                                std::vector<std::string>* unused) {
+  if (o.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
+  DiffusionParams p = o.diffusion;
+  if (p.block_length <= 0) p.block_length = std::min<int64_t>(32, o.max_tokens);
+  p.gen_length =
+      o.round_canvas ? DiffusionCanvasLength(o.max_tokens, p.block_length) : o.max_tokens;
+  if (p.steps <= 0) p.steps = DefaultDiffusionSteps(p.gen_length, p.block_length);
+  // The rule a parameter implies when no rule is named.
+  const GivenParam* implied_by = nullptr;
+  auto find = [&](std::string_view name) -> const GivenParam* {
+    for (const GivenParam& g : o.given) {
+      if (g.name == name) return &g;
+    }
+    return nullptr;
+  };
+  if (!Given(o, "commit")) {
+    if ((implied_by = find("low_threshold")) != nullptr) {
+      p.commit = CommitRule::kHierarchy;
+    } else if ((implied_by = find("factor")) != nullptr) {
+      p.commit = CommitRule::kFactor;
+    } else if ((implied_by = find("threshold")) != nullptr && !UsesThreshold(p.commit)) {
+      p.commit = CommitRule::kThreshold;
+    }
+  }
+  const std::string rule = "commit " + std::string(CommitRuleName(p.commit));
+  // Why a rule parameter does not apply.
+  auto why = [&](const GivenParam&) {
+    if (implied_by == nullptr) return "does not apply to " + rule;
+    return "and " + implied_by->label + " belong to different commit rules (" + implied_by->label +
+           " implies " + rule + "); name the rule with commit";
+  };
+  for (const GivenParam& g : o.given) {
+    Status s;
+    if (g.name == "threshold" && !UsesThreshold(p.commit)) {
+      s = Unused(o, g, why(g), unused);
+    } else if (g.name == "factor" && p.commit != CommitRule::kFactor) {
+      s = Unused(o, g, why(g), unused);
+    } else if (g.name == "low_threshold" && p.commit != CommitRule::kHierarchy) {
+      s = Unused(o, g, why(g), unused);
+    } else if (g.name.rfind("credit_", 0) == 0 && p.commit != CommitRule::kCredit) {
+      s = Unused(o, g, why(g), unused);
+    } else if ((g.name == "prefix_look" || g.name == "after_look") &&
+               p.cache != CacheMode::kVicinity) {
+      s = Unused(o, g,
+                 "applies to cache vicinity, not cache " + std::string(CacheModeName(p.cache)),
+                 unused);
+    } else if (g.name == "steps" && p.commit != CommitRule::kFixed && unused != nullptr) {
+      // Dynamic rules run each block until it is full: steps is documented as ignored there.
+      unused->push_back(g.label);
+    }
+    UNMASK_RETURN_IF_ERROR(s);
+  }
+  return p;
+}
+
+DecoderKind SelectDecoder(const ModelConfig& config, const DecodeOptions& o) {
+  if (!config.is_diffusion()) return DecoderKind::kAr;
+  if (config.architecture != "dream" || o.sampler == DiffusionSampler::kBlock) {
+    return DecoderKind::kDiffusion;
+  }
+  if (o.sampler == DiffusionSampler::kDream) return DecoderKind::kDream;
+  for (const GivenParam& g : o.given) {
+    if (In(kBlockOnly, g.name)) return DecoderKind::kDiffusion;
+  }
+  return DecoderKind::kDream;
+}
+
+StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const int32_t> prompt,
+                                   const DecodeOptions& o) {
+  if (model.config == nullptr) return InvalidArgumentError("MakeDecoder: no model config");
+  const ModelConfig& c = *model.config;
+  BuiltDecoder out;
+  out.kind = SelectDecoder(c, o);
+  const bool is_dream_model = c.architecture == "dream";
+  if (o.sampler == DiffusionSampler::kDream && !is_dream_model) {
+    return InvalidArgumentError("Dream's sampler needs a Dream model; " + Describe(model) +
+                                " is not one");
+  }
+  // Parameters of another model kind or sampler.
+  for (const GivenParam& g : o.given) {
+    Status s;
+    switch (out.kind) {
+      case DecoderKind::kAr:
+        if (In(kBlockOnly, g.name) || In(kDiffusionOnly, g.name) || In(kDreamOnly, g.name)) {
+          s = Unused(
+              o, g,
+              "applies to diffusion models; " + Describe(model) + " is an autoregressive model",
+              &out.unused);
+        }
+        break;
+      case DecoderKind::kDiffusion:
+        if (In(kArOnly, g.name)) {
+          s = Unused(
+              o, g,
+              "applies to autoregressive models; " + Describe(model) + " is a diffusion model",
+              &out.unused);
+        } else if (In(kDreamOnly, g.name)) {
+          s = Unused(o, g,
+                     is_dream_model
+                         ? "applies to Dream's reference sampler, but the block-decoder "
+                           "parameters given (block_length, cache, commit, ...) select the "
+                           "block decoder"
+                         : "applies to Dream models; " + Describe(model) + " is not one",
+                     &out.unused);
+        }
+        break;
+      case DecoderKind::kDream:
+        if (In(kArOnly, g.name) && g.name != "top_k" && g.name != "top_p") {
+          s = Unused(
+              o, g,
+              "applies to autoregressive models; " + Describe(model) + " is a diffusion model",
+              &out.unused);
+        }
+        break;
+    }
+    UNMASK_RETURN_IF_ERROR(s);
+  }
+
+  const int64_t prompt_length = static_cast<int64_t>(prompt.size());
+  switch (out.kind) {
+    case DecoderKind::kAr: {
+      if (o.max_tokens < -1) {
+        return InvalidArgumentError("max_tokens must be -1 (until EOS or a full context) or >= 0");
+      }
+      if (o.max_tokens > 0 && prompt_length + o.max_tokens > c.context_length) {
+        return OutOfRangeError("the prompt (" + std::to_string(prompt_length) +
+                               " tokens) + max_tokens (" + std::to_string(o.max_tokens) +
+                               ") exceed the context of " + std::to_string(c.context_length) +
+                               " tokens");
+      }
+      out.ar = o.ar;
+      out.ar.n_predict = o.max_tokens;
+      std::unique_ptr<Drafter> lookup;
+      Drafter* drafter = o.drafter;
+      if (drafter == nullptr && o.speculative_lookup) {
+        UNMASK_ASSIGN_OR_RETURN(lookup, MakeLookupDrafter({1, o.lookup_ngram_max}));
+        drafter = lookup.get();
+      }
+      UNMASK_ASSIGN_OR_RETURN(
+          ArDecoder d, ArDecoder::Create(out.ar, ArTokenIds{model.ids.eos, model.ids.eot}, prompt,
+                                         c.context_length, c.vocab_size, drafter, o.kv_seq));
+      if (lookup) d.AdoptDrafter(std::move(lookup));
+      out.decoder = std::make_unique<ArDecoder>(std::move(d));
+      return out;
+    }
+    case DecoderKind::kDiffusion: {
+      UNMASK_ASSIGN_OR_RETURN(out.diffusion, SettleDiffusionParams(o, &out.unused));
+      const DiffusionParams& p = out.diffusion;
+      UNMASK_ASSIGN_OR_RETURN(
+          DiffusionDecoder d,
+          DiffusionDecoder::Create(p, {model.ids.mask, model.ids.eos, model.ids.eot}, prompt,
+                                   c.context_length, c.vocab_size, c.shift_logits));
+      // More steps than tokens is the reference's behaviour (the extra forwards commit nothing),
+      // but no request may cost more forwards than the longest canvas the context allows.
+      if (p.commit == CommitRule::kFixed && p.steps > c.context_length) {
+        return InvalidArgumentError(
+            "steps (" + std::to_string(p.steps) + ") exceeds the model's context length (" +
+            std::to_string(c.context_length) + "), the most forwards a request may take");
+      }
+      d.set_kv_seq(o.kv_seq);
+      out.decoder = std::make_unique<DiffusionDecoder>(std::move(d));
+      return out;
+    }
+    case DecoderKind::kDream: {
+      if (o.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
+      DreamParams p = o.dream;
+      p.gen_length = o.max_tokens;
+      p.steps = o.diffusion.steps > 0 ? o.diffusion.steps
+                                      : DefaultDiffusionSteps(p.gen_length, p.gen_length);
+      p.temperature = o.diffusion.temperature;
+      p.seed = o.diffusion.seed;
+      // The AR defaults (top-k 40, top-p 0.95) are not Dream's: off unless given.
+      p.top_k = Given(o, "top_k") ? o.ar.sampling.top_k : 0;
+      p.top_p = Given(o, "top_p") ? o.ar.sampling.top_p : 1.0;
+      out.dream = p;
+      UNMASK_ASSIGN_OR_RETURN(DreamDecoder d,
+                              DreamDecoder::Create(p, model.ids.mask, c.shift_logits, prompt,
+                                                   c.context_length, c.vocab_size));
+      if (p.steps > c.context_length) {
+        return InvalidArgumentError(
+            "steps (" + std::to_string(p.steps) + ") exceeds the model's context length (" +
+            std::to_string(c.context_length) + "), the most forwards a request may take");
+      }
+      out.decoder = std::make_unique<DreamDecoder>(std::move(d));
+      return out;
+    }
+  }
+  return InternalError("MakeDecoder: unknown decoder kind");
+}
+
+}  // namespace unmask

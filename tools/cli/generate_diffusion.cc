@@ -1,0 +1,140 @@
+// `unmask generate` with a diffusion model: the LLaDA block decoder (every cache mode and commit
+// rule), or, for Dream models, Dream's reference sampler (--alg, --eps, --alg-temp, and --steps,
+// --gen-length, --temperature, --seed, --top-p, --top-k) unless a block-decoder flag
+// (--block-length, --cache, --commit, ...) selects the block decoder with shifted logits. Which
+// one runs, and every parameter check, is the decoder factory's (decode/decoder_factory.h).
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/diffusion_output.h"
+#include "cli/generate_command.h"
+#include "common/cli_util.h"
+#include "common/terminal.h"
+#include "core/clock.h"
+
+namespace unmask::tools {
+namespace {
+
+int Fail(const Status& s) { return FailWith("unmask generate", s); }
+
+// The generated part of the canvas for --visual: masks dimmed, special tokens dimmed by name.
+// Each piece is decoded as a continuation (a SentencePiece word keeps its leading space).
+std::string RenderCanvas(const Decoder& dec, const Tokenizer& tok, int32_t previous) {
+  std::string out;
+  const int32_t mask = dec.mask_id();
+  for (int32_t id : dec.generated()) {
+    if (id == mask) {
+      out += StyleDim() + "\u2591" + StyleReset();
+    } else if (tok.IsControl(id)) {
+      out += StyleDim() + std::string(tok.TokenText(id)) + StyleReset();
+    } else {
+      const int32_t one[1] = {id};
+      // Control bytes (random-weight models produce them) would corrupt the terminal.
+      for (char c : tok.DecodeContinuation(previous, one, false)) {
+        const unsigned char u = static_cast<unsigned char>(c);
+        out += (u < 0x20 && c != '\n') || u == 0x7f ? std::string("\u00b7") : std::string(1, c);
+      }
+    }
+  }
+  return out;
+}
+
+// The JSON "params" of the decoder that ran.
+nlohmann::json ParamsJson(const BuiltDecoder& b, const ModelConfig& c, bool used_chat) {
+  if (b.kind == DecoderKind::kDream) {
+    const DreamParams& p = b.dream;
+    return {{"decoder", "dream"},
+            {"gen_length", p.gen_length},
+            {"steps", p.steps},
+            {"alg", std::string(DreamAlgName(p.alg))},
+            {"eps", p.eps},
+            {"alg_temp", p.alg_temp},
+            {"temperature", p.temperature},
+            {"top_p", p.top_p},
+            {"top_k", p.top_k},
+            {"seed", p.seed},
+            {"shift_logits", c.shift_logits},
+            {"chat", used_chat}};
+  }
+  const DiffusionParams& p = b.diffusion;
+  return {{"decoder", "diffusion"},
+          {"gen_length", p.gen_length},
+          {"steps", p.steps},
+          {"block_length", p.block_length},
+          {"temperature", p.temperature},
+          {"cfg_scale", p.cfg_scale},
+          {"remasking", std::string(RemaskingName(p.remasking))},
+          {"logits_eos_inf", p.logits_eos_inf},
+          {"confidence_eos_eot_inf", p.confidence_eos_eot_inf},
+          {"seed", p.seed},
+          {"cache", std::string(CacheModeName(p.cache))},
+          {"commit", std::string(CommitRuleName(p.commit))},
+          {"threshold", p.threshold},
+          {"factor", p.factor},
+          {"low_threshold", p.low_threshold},
+          {"prefix_look", p.prefix_look},
+          {"after_look", p.after_look},
+          {"credit_alpha", p.credit_alpha},
+          {"credit_beta", p.credit_beta},
+          {"credit_gamma", p.credit_gamma},
+          {"early_stop", p.early_stop},
+          {"shift_logits", c.shift_logits},
+          {"chat", used_chat}};
+}
+
+}  // namespace
+
+int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
+                           const DecodeOptions& options) {
+  const LoadedModel& loaded = run.engine.model(run.index);
+  const Tokenizer& tok = *loaded.tokenizer;
+  auto built = run.engine.MakeDecoder(run.index, run.ids, options);
+  if (!built.ok()) return Fail(built.status());
+  const int64_t gen_length = static_cast<int64_t>(built->decoder->generated().size());
+  const int64_t blocks = built->kind == DecoderKind::kDiffusion ? built->diffusion.num_blocks() : 1;
+  const int64_t steps =
+      built->kind == DecoderKind::kDiffusion ? built->diffusion.steps : built->dream.steps;
+
+  ProgressLine progress("generating");
+  LiveBlock live;
+  const auto gen_start = std::chrono::steady_clock::now();
+  auto on_step = [&](const Decoder& d, const DecodeStep& r) {
+    const double secs = MsSince(gen_start) / 1000.0;
+    int64_t masked = 0;
+    for (int32_t t : d.generated()) masked += t == d.mask_id();
+    const int64_t committed = gen_length - masked;
+    char info[160];
+    if (built->kind == DecoderKind::kDream) {
+      std::snprintf(info, sizeof(info), "step %lld/%lld  %.2f tokens/s",
+                    static_cast<long long>(r.step + 1), static_cast<long long>(steps),
+                    secs > 0 ? static_cast<double>(committed) / secs : 0.0);
+    } else {
+      std::snprintf(info, sizeof(info), "step %lld  block %lld/%lld  %.2f tokens/s",
+                    static_cast<long long>(r.step + 1), static_cast<long long>(r.block + 1),
+                    static_cast<long long>(blocks),
+                    secs > 0 ? static_cast<double>(committed) / secs : 0.0);
+    }
+    if (cmd.visual) {
+      // On a terminal the canvas is redrawn in place; into a file or pipe only the final canvas
+      // is written (not one frame per step).
+      if (!StderrIsTerminal() && !d.Done()) return true;
+      live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" +
+                RenderCanvas(d, tok, run.ids.back()));
+    } else {
+      progress.Update(d.Done() ? gen_length : committed, gen_length, info);
+    }
+    return true;
+  };
+  Decoder* const one[1] = {built->decoder.get()};
+  auto stats_or = run.engine.Run(run.index, one, on_step);
+  progress.Finish();
+  if (!stats_or.ok()) return Fail(stats_or.status());
+  const auto output = built->decoder->generated();
+  return PrintDiffusionResult(loaded, run.path, run.ids, output, *stats_or, run.load_ms,
+                              run.tokenize_ms,
+                              ParamsJson(*built, loaded.model->config(), run.used_chat), cmd.json);
+}
+
+}  // namespace unmask::tools
