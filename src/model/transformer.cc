@@ -285,13 +285,18 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
   const int64_t total = plan.num_positions();
   const int64_t num_rows = plan.num_logit_rows();
   if (total == 0) return Status::Ok();
+  // Plan every sequence's cache write before applying any: an invalid sequence leaves every cache
+  // as it was.
+  std::vector<KvWrite> writes;
   for (const SequenceInput& seq : plan.sequences) {
     if (seq.kv_seq >= 0) {
       const int64_t n = static_cast<int64_t>(seq.tokens.size());
-      UNMASK_RETURN_IF_ERROR(seq.kv_replace ? kv->PlanReplace(seq.kv_seq, seq.pos0, n)
-                                            : kv->Plan(seq.kv_seq, seq.pos0, n));
+      UNMASK_ASSIGN_OR_RETURN(KvWrite w, seq.kv_replace ? kv->PlanReplace(seq.kv_seq, seq.pos0, n)
+                                                        : kv->Plan(seq.kv_seq, seq.pos0, n));
+      writes.push_back(w);
     }
   }
+  for (const KvWrite& w : writes) kv->Apply(w);
   ws.Reserve(c, total, num_rows);
   int64_t max_position = 0;
   for (const SequenceInput& seq : plan.sequences) {
