@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "core/clock.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/convert.h"
@@ -460,8 +462,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
       stats->flops += c.ForwardFlops(n, static_cast<int64_t>(seq.logit_rows.size()), true, cached);
       stats->kv_bytes += c.ForwardKvBytes(n, cached, seq.kv_seq >= 0);
     }
-    stats->ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    stats->ms = MsSince(start);
   }
   return Status::Ok();
 }
