@@ -1,4 +1,5 @@
-// Wall-clock helpers for timings reported in milliseconds.
+// Wall-clock intervals in milliseconds (double) on std::chrono::steady_clock: the unit of every
+// *_ms statistic (ForwardStats::ms, GenerationStats, the scheduler's request stats).
 #ifndef UNMASK_CORE_CLOCK_H_
 #define UNMASK_CORE_CLOCK_H_
 
@@ -6,15 +7,15 @@
 
 namespace unmask {
 
-// Milliseconds from `t` to now (steady clock).
-inline double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
 // Milliseconds from `a` to `b` (negative when b is earlier).
 inline double MsBetween(std::chrono::steady_clock::time_point a,
                         std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Milliseconds from `t` to now.
+inline double MsSince(std::chrono::steady_clock::time_point t) {
+  return MsBetween(t, std::chrono::steady_clock::now());
 }
 
 }  // namespace unmask

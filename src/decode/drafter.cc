@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "core/clock.h"
+
 namespace unmask {
 
 Status Drafter::Propose(std::span<const int32_t> context, int64_t max_tokens, DraftProposal* out) {
@@ -10,8 +12,7 @@ Status Drafter::Propose(std::span<const int32_t> context, int64_t max_tokens, Dr
   out->q.clear();
   const Status s = DoPropose(context, max_tokens, out);
   ++stats_.calls;
-  stats_.ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  stats_.ms += MsSince(start);
   return s;
 }
 

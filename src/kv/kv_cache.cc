@@ -1,6 +1,7 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 
 namespace unmask {
@@ -37,12 +38,12 @@ void KvCache::Grow(Sequence& s, int64_t positions) {
   s.capacity = cap;
 }
 
-Status KvCache::Plan(int64_t seq, int64_t pos0, int64_t n) {
+StatusOr<KvWrite> KvCache::Plan(int64_t seq, int64_t pos0, int64_t n) const {
   if (seq < 0 || seq >= config_.num_sequences) {
     return OutOfRangeError("KV cache has " + std::to_string(config_.num_sequences) +
                            " sequences, got sequence " + std::to_string(seq));
   }
-  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  const Sequence& s = seqs_[static_cast<size_t>(seq)];
   if (pos0 < 0 || pos0 > s.length) {
     return FailedPreconditionError(
         "KV cache sequence " + std::to_string(seq) + " holds " + std::to_string(s.length) +
@@ -53,13 +54,10 @@ Status KvCache::Plan(int64_t seq, int64_t pos0, int64_t n) {
                                 std::to_string(pos0 + n) + ") exceed the KV cache's " +
                                 std::to_string(config_.max_positions) + " positions");
   }
-  s.length = pos0;
-  Grow(s, pos0 + n);
-  s.length = pos0 + n;
-  return Status::Ok();
+  return KvWrite{seq, pos0, n, /*replace=*/false};
 }
 
-Status KvCache::PlanReplace(int64_t seq, int64_t pos0, int64_t n) {
+StatusOr<KvWrite> KvCache::PlanReplace(int64_t seq, int64_t pos0, int64_t n) const {
   if (seq < 0 || seq >= config_.num_sequences) {
     return OutOfRangeError("KV cache has " + std::to_string(config_.num_sequences) +
                            " sequences, got sequence " + std::to_string(seq));
@@ -70,7 +68,21 @@ Status KvCache::PlanReplace(int64_t seq, int64_t pos0, int64_t n) {
                            std::to_string(s.length) + " positions; cannot replace [" +
                            std::to_string(pos0) + ", " + std::to_string(pos0 + n) + ")");
   }
-  return Status::Ok();
+  return KvWrite{seq, pos0, n, /*replace=*/true};
+}
+
+void KvCache::Apply(const KvWrite& write) {
+  assert(write.seq >= 0 && write.seq < config_.num_sequences);
+  Sequence& s = seqs_[static_cast<size_t>(write.seq)];
+  if (write.replace) {
+    assert(write.pos0 >= 0 && write.n >= 0 && write.pos0 + write.n <= s.length);
+    return;
+  }
+  assert(write.pos0 >= 0 && write.pos0 <= s.length && write.n >= 0 &&
+         write.pos0 + write.n <= config_.max_positions);
+  s.length = write.pos0;
+  Grow(s, write.pos0 + write.n);
+  s.length = write.pos0 + write.n;
 }
 
 float* KvCache::Keys(int64_t seq, int64_t layer) {

@@ -4,15 +4,17 @@
 // per step).
 //
 // Plan/apply: a forward that feeds positions [pos0, pos0 + n) of sequence `seq` first calls
-// Plan(seq, pos0, n), which checks that positions [0, pos0) are cached, drops everything at or
-// after pos0 (the rollback of rejected speculative tokens is simply the next plan starting earlier)
-// and makes room; the model then writes the new rows layer by layer (Keys/Values) and attends over
-// rows [0, pos0 + n).
+// Plan(seq, pos0, n), which only checks (const, no side effect) that positions [0, pos0) are
+// cached and that the window fits, and returns the write as a KvWrite; Apply(write) then drops
+// everything at or after pos0 (the rollback of rejected speculative tokens is simply the next plan
+// starting earlier) and makes room; the model then writes the new rows layer by layer
+// (Keys/Values) and attends over rows [0, pos0 + n). A batch plans every sequence before applying
+// any, so a batch with one invalid sequence leaves every cache untouched.
 //
 // Replace (diffusion dual cache / vicinity refresh, Fast-dLLM and dInfer; ALGORITHMS.md §3.1,
-// §4.3): PlanReplace(seq, pos0, n) keeps every cached row; the model overwrites rows [pos0, pos0 +
-// n) in place and attends over all `length` rows, so positions outside the window keep their
-// (possibly stale) keys and values.
+// §4.3): PlanReplace(seq, pos0, n) keeps every cached row (its Apply changes nothing); the model
+// overwrites rows [pos0, pos0 + n) in place and attends over all `length` rows, so positions
+// outside the window keep their (possibly stale) keys and values.
 //
 // Storage: f32, [capacity, num_kv_heads * head_dim] per (sequence, layer) for K and V, grown
 // geometrically up to max_positions (no memory is taken for positions never fed).
@@ -34,6 +36,14 @@ struct KvCacheConfig {
   int64_t num_sequences = 1;  // independent sequences (slots) the cache holds
 };
 
+// A write Plan/PlanReplace checked: positions [pos0, pos0 + n) of sequence `seq`.
+struct KvWrite {
+  int64_t seq = 0;
+  int64_t pos0 = 0;
+  int64_t n = 0;
+  bool replace = false;  // overwrite cached rows in place (PlanReplace)
+};
+
 class KvCache {
  public:
   // Errors: InvalidArgument for non-positive sizes.
@@ -44,14 +54,17 @@ class KvCache {
   // Positions of `seq` cached so far: [0, length).
   int64_t length(int64_t seq) const { return seqs_[static_cast<size_t>(seq)].length; }
 
-  // Prepares a write of positions [pos0, pos0 + n) of `seq`: rows at or after pos0 are dropped.
+  // Checks a write of positions [pos0, pos0 + n) of `seq` (Apply drops rows at or after pos0).
   // Errors: OutOfRange for an unknown sequence; FailedPrecondition when pos0 > length(seq) (a gap:
   // positions before pos0 were never fed); InvalidArgument when pos0 + n > max_positions.
-  Status Plan(int64_t seq, int64_t pos0, int64_t n);
-  // Prepares an in-place overwrite of rows [pos0, pos0 + n) of `seq`; nothing is dropped and the
+  StatusOr<KvWrite> Plan(int64_t seq, int64_t pos0, int64_t n) const;
+  // Checks an in-place overwrite of rows [pos0, pos0 + n) of `seq`; nothing is dropped and the
   // length stays. Errors: OutOfRange for an unknown sequence or a window outside [0, length(seq)).
-  Status PlanReplace(int64_t seq, int64_t pos0, int64_t n);
-  // After Plan: rows [0, pos0 + n) of layer `layer`, [max_positions-capacity, kv_dim] f32. The
+  StatusOr<KvWrite> PlanReplace(int64_t seq, int64_t pos0, int64_t n) const;
+  // Carries out a write planned on this cache with no mutation of its sequence since: sets
+  // length(seq) to pos0 + n (dropping later rows) and grows the storage; a replace changes nothing.
+  void Apply(const KvWrite& write);
+  // After Apply: rows [0, pos0 + n) of layer `layer`, [max_positions-capacity, kv_dim] f32. The
   // model writes rows [pos0, pos0 + n) and reads all of them.
   float* Keys(int64_t seq, int64_t layer);
   float* Values(int64_t seq, int64_t layer);

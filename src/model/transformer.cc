@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "core/clock.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/convert.h"
@@ -285,13 +287,18 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
   const int64_t total = plan.num_positions();
   const int64_t num_rows = plan.num_logit_rows();
   if (total == 0) return Status::Ok();
+  // Plan every sequence's cache write before applying any: an invalid sequence leaves every cache
+  // as it was.
+  std::vector<KvWrite> writes;
   for (const SequenceInput& seq : plan.sequences) {
     if (seq.kv_seq >= 0) {
       const int64_t n = static_cast<int64_t>(seq.tokens.size());
-      UNMASK_RETURN_IF_ERROR(seq.kv_replace ? kv->PlanReplace(seq.kv_seq, seq.pos0, n)
-                                            : kv->Plan(seq.kv_seq, seq.pos0, n));
+      UNMASK_ASSIGN_OR_RETURN(KvWrite w, seq.kv_replace ? kv->PlanReplace(seq.kv_seq, seq.pos0, n)
+                                                        : kv->Plan(seq.kv_seq, seq.pos0, n));
+      writes.push_back(w);
     }
   }
+  for (const KvWrite& w : writes) kv->Apply(w);
   ws.Reserve(c, total, num_rows);
   int64_t max_position = 0;
   for (const SequenceInput& seq : plan.sequences) {
@@ -455,8 +462,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
       stats->flops += c.ForwardFlops(n, static_cast<int64_t>(seq.logit_rows.size()), true, cached);
       stats->kv_bytes += c.ForwardKvBytes(n, cached, seq.kv_seq >= 0);
     }
-    stats->ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    stats->ms = MsSince(start);
   }
   return Status::Ok();
 }

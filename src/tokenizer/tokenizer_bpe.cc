@@ -3,7 +3,8 @@
 // GPT-2 printable stand-ins, then adjacent symbols are merged lowest merge rank first (ties:
 // leftmost) with a priority queue over a linked list of symbols.
 #include <algorithm>
-#include <queue>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,21 +16,6 @@ namespace unmask {
 namespace {
 
 using Symbol = MergeSymbol;
-
-struct Bigram {
-  int left;
-  int right;
-  int rank;
-  size_t left_length;  // symbol lengths when queued; a mismatch later means the pair is stale
-  size_t right_length;
-};
-
-// Lowest rank first; equal ranks: leftmost first (llama.cpp llm_bigram_bpe::comparator).
-struct BigramGreater {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
 
 }  // namespace
 
@@ -85,33 +71,14 @@ void BpeTokenizer::EncodeWord(std::string_view word, std::vector<TokenId>* out) 
   }
   std::vector<Symbol> symbols = SplitIntoCharSymbols(word);
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramGreater> queue;
-  const auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const Symbol& r = symbols[right];
-    const int rank = MergeRank(word.substr(l.offset, l.length), word.substr(r.offset, r.length));
-    if (rank < 0) return;
-    queue.push({left, right, rank, l.length, r.length});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    if (left.length == 0 || right.length == 0 || left.length != bigram.left_length ||
-        right.length != bigram.right_length) {
-      continue;  // outdated: one side changed since this pair was queued
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
-  }
+  // Lowest merge rank first; equal ranks: leftmost (llama.cpp llm_bigram_bpe::comparator).
+  MergeBigrams<int, std::greater<int>>(
+      symbols, [&](const Symbol& l, const Symbol& r) -> std::optional<int> {
+        const int rank =
+            MergeRank(word.substr(l.offset, l.length), word.substr(r.offset, r.length));
+        if (rank < 0) return std::nullopt;
+        return rank;
+      });
 
   for (int i = 0; i != -1; i = symbols[i].next) {
     const std::string_view piece = word.substr(symbols[i].offset, symbols[i].length);

@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,6 +32,57 @@ struct MergeSymbol {
 // Splits `text` into one linked symbol per UTF-8 character (a truncated trailing sequence is kept
 // as one symbol).
 std::vector<MergeSymbol> SplitIntoCharSymbols(std::string_view text);
+
+// The bigram merge loop of llama.cpp's BPE and SPM tokenizers (llm_tokenizer_bpe_session,
+// llm_tokenizer_spm_session): every adjacent pair of `symbols` that `score(left, right)` accepts —
+// it returns the pair's std::optional<Priority>, nullopt when the pair cannot merge — is queued;
+// the queued pair that is greatest under `Compare` is merged first (std::less: highest priority;
+// std::greater: lowest), equal priorities leftmost first; the left symbol absorbs the right one
+// and its new neighbour pairs are scored. A queued pair is stale, and skipped, once either symbol
+// changed length (the left one only grows by absorbing the right one, so this also covers
+// "merged length changed"). Afterwards the symbols still linked from index 0 are the pieces.
+template <typename Priority, typename Compare, typename ScoreFn>
+void MergeBigrams(std::vector<MergeSymbol>& symbols, const ScoreFn& score) {
+  struct Bigram {
+    int left;
+    int right;
+    Priority priority;
+    size_t left_length;  // symbol lengths when queued; a mismatch later means the pair is stale
+    size_t right_length;
+  };
+  struct Order {  // std::priority_queue pops the greatest: by priority, then the leftmost
+    bool operator()(const Bigram& a, const Bigram& b) const {
+      return Compare()(a.priority, b.priority) || (a.priority == b.priority && a.left > b.left);
+    }
+  };
+  std::priority_queue<Bigram, std::vector<Bigram>, Order> queue;
+  const auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const MergeSymbol& l = symbols[static_cast<size_t>(left)];
+    const MergeSymbol& r = symbols[static_cast<size_t>(right)];
+    if (const std::optional<Priority> p = score(l, r)) {
+      queue.push({left, right, *p, l.length, r.length});
+    }
+  };
+  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
+
+  while (!queue.empty()) {
+    const Bigram bigram = queue.top();
+    queue.pop();
+    MergeSymbol& left = symbols[static_cast<size_t>(bigram.left)];
+    MergeSymbol& right = symbols[static_cast<size_t>(bigram.right)];
+    if (left.length == 0 || right.length == 0 || left.length != bigram.left_length ||
+        right.length != bigram.right_length) {
+      continue;  // outdated: one side changed since this pair was queued
+    }
+    left.length += right.length;
+    right.length = 0;
+    left.next = right.next;
+    if (right.next >= 0) symbols[static_cast<size_t>(right.next)].prev = bigram.left;
+    try_add(left.prev, bigram.left);
+    try_add(bigram.left, left.next);
+  }
+}
 
 // Token attribute bits (llama.cpp llama_token_attr, reduced to what unmask uses).
 enum TokenAttr : uint32_t {

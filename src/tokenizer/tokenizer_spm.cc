@@ -3,7 +3,8 @@
 // token with the highest score (ties: leftmost), using a priority queue over a linked list of
 // symbols; symbols that are not tokens fall back to byte tokens.
 #include <algorithm>
-#include <queue>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,20 +18,6 @@ namespace {
 constexpr std::string_view kSpaceEscape = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
 using Symbol = MergeSymbol;
-
-struct Bigram {
-  int left;
-  int right;
-  float score;
-  size_t length;  // left.length + right.length when pushed; a mismatch later means stale
-};
-
-// Highest score first; equal scores: leftmost first (llama.cpp llm_bigram_spm::comparator).
-struct BigramLess {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  }
-};
 
 }  // namespace
 
@@ -61,32 +48,14 @@ void SpmTokenizer::EncodeText(std::string_view raw, bool after_special,
 
   std::vector<Symbol> symbols = SplitIntoCharSymbols(text);
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
-  const auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const std::string_view merged(text.data() + symbols[left].offset,
-                                  symbols[left].length + symbols[right].length);
-    const TokenId id = FindToken(merged);
-    if (id == kNoToken) return;
-    queue.push({left, right, scores_[id], merged.size()});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    if (left.length == 0 || right.length == 0 || left.length + right.length != bigram.length) {
-      continue;  // one side was merged away since this pair was queued
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
-  }
+  // Highest score of the merged token first; equal scores: leftmost (llama.cpp
+  // llm_bigram_spm::comparator).
+  MergeBigrams<float, std::less<float>>(
+      symbols, [&](const Symbol& l, const Symbol& r) -> std::optional<float> {
+        const TokenId id = FindToken(std::string_view(text.data() + l.offset, l.length + r.length));
+        if (id == kNoToken) return std::nullopt;
+        return scores_[id];
+      });
 
   for (int i = 0; i != -1; i = symbols[i].next) {
     const std::string_view piece(text.data() + symbols[i].offset, symbols[i].length);

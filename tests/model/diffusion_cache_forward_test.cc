@@ -144,8 +144,8 @@ TEST_F(DiffusionCacheForwardTest, BadInPlacePlansAreErrors) {
   Run(std::span<const int32_t>(canvas_).subspan(0, 8), 0, {}, &*kv, false);
   Run(std::span<const int32_t>(canvas_).subspan(4, 8), 4, {0}, &*kv, true, &st);  // [4, 12) > 8
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(kv->PlanReplace(0, 2, 7).code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(kv->PlanReplace(1, 0, 1).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(kv->PlanReplace(0, 2, 7).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(kv->PlanReplace(1, 0, 1).status().code(), StatusCode::kOutOfRange);
   EXPECT_TRUE(kv->PlanReplace(0, 2, 6).ok());
 }
 

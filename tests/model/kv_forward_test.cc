@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kv/kv_cache.h"
 #include "model/loader.h"
 #include "test_util.h"
 
@@ -213,6 +214,44 @@ TEST_F(KvForwardTest, BadPlansAreErrors) {
   ok.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(0, 1), 0, zero, 0});
   EXPECT_EQ(lm_.model->Forward(ok, &*small, ws, logits, nullptr).code(),
             StatusCode::kInvalidArgument);
+}
+
+// A batch is checked whole before any cache changes: when its second sequence cannot be written
+// (past this cache's positions, which only the cache knows), the first sequence's cache — which
+// the batch would rewind from 6 to 3 positions — keeps its length and its rows.
+TEST_F(KvForwardTest, FailedBatchLeavesEveryCacheUntouched) {
+  const ModelConfig& c = lm_.model->config();
+  auto kv = KvCache::Create({c.num_layers, c.num_kv_heads * c.head_dim, 8, 2});
+  ASSERT_TRUE(kv.ok());
+  ASSERT_GE(ids_.size(), 9u);
+  Workspace ws;
+  std::vector<float> out(2 * static_cast<size_t>(v_));
+  const int32_t last6[1] = {5}, last4[1] = {3}, zero[1] = {0};
+  BatchPlan prefill;
+  prefill.sequences.push_back(
+      SequenceInput{std::span<const int32_t>(ids_).subspan(0, 6), 0, last6, 0});
+  prefill.sequences.push_back(
+      SequenceInput{std::span<const int32_t>(ids_).subspan(0, 4), 0, last4, 1});
+  ASSERT_TRUE(
+      lm_.model
+          ->Forward(prefill, &*kv, ws, TensorView{out.data(), DType::kF32, Shape{2, v_}}, nullptr)
+          .ok());
+  ASSERT_EQ(kv->length(0), 6);
+  ASSERT_EQ(kv->length(1), 4);
+  const int64_t d = c.num_kv_heads * c.head_dim;
+  const std::vector<float> keys0(kv->Keys(0, 0), kv->Keys(0, 0) + 6 * d);
+
+  BatchPlan bad;
+  bad.sequences.push_back(SequenceInput{std::span<const int32_t>(ids_).subspan(2, 1), 2, zero, 0});
+  bad.sequences.push_back(
+      SequenceInput{std::span<const int32_t>(ids_).subspan(4, 5), 4, zero, 1});  // [4, 9) > 8
+  EXPECT_EQ(
+      lm_.model->Forward(bad, &*kv, ws, TensorView{out.data(), DType::kF32, Shape{2, v_}}, nullptr)
+          .code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(kv->length(0), 6);
+  EXPECT_EQ(kv->length(1), 4);
+  for (size_t i = 0; i < keys0.size(); ++i) ASSERT_EQ(kv->Keys(0, 0)[i], keys0[i]) << i;
 }
 
 }  // namespace

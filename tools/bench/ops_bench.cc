@@ -6,9 +6,9 @@
 //
 //   unmask_ops_bench [--unmask_threads=N] [benchmark flags, e.g. --benchmark_filter=Linear/onednn]
 //
-// The peak is kDefaultPeakGflops, measured on this machine class (2 threads of an AVX-512 AMD
-// EPYC; see the project developer guide), overridable with the environment variable
-// UNMASK_PEAK_GFLOPS.
+// The peak is tools::NominalPeakGflops() (common/nominal_peaks.h): measured on this machine class
+// (2 threads of an AVX-512 AMD EPYC; see the project developer guide), overridable with the
+// environment variable UNMASK_PEAK_GFLOPS.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -24,6 +24,7 @@
 
 #include "backend/cpu/blas_onednn.h"
 #include "backend/cpu/cpu_backend.h"
+#include "common/nominal_peaks.h"
 #include "core/half.h"
 #include "core/parallel.h"
 #include "ops/activation.h"
@@ -36,17 +37,6 @@
 
 namespace unmask {
 namespace {
-
-// f32 FMA peak with 2 threads, measured on this machine class (project developer guide).
-constexpr double kDefaultPeakGflops = 340.0;
-
-double PeakGflops() {
-  if (const char* env = std::getenv("UNMASK_PEAK_GFLOPS")) {
-    const double v = std::atof(env);
-    if (v > 0.0) return v;
-  }
-  return kDefaultPeakGflops;
-}
 
 int g_threads = 0;  // --unmask_threads; 0 = all hardware threads
 
@@ -81,7 +71,7 @@ void SetFlopCounters(benchmark::State& state, const LoopTimer& timer, double flo
   if (state.iterations() == 0 || seconds <= 0.0) return;
   const double gflops = flops_per_iter * static_cast<double>(state.iterations()) / seconds * 1e-9;
   state.counters["GFLOP/s"] = gflops;
-  state.counters["peak_fraction"] = gflops / PeakGflops();
+  state.counters["peak_fraction"] = gflops / tools::NominalPeakGflops();
 }
 
 void SetByteCounters(benchmark::State& state, const LoopTimer& timer, double bytes_per_iter) {
@@ -467,7 +457,7 @@ int main(int argc, char** argv) {
   argc = out;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("peak_gflops", std::to_string(unmask::PeakGflops()));
+  benchmark::AddCustomContext("peak_gflops", std::to_string(unmask::tools::NominalPeakGflops()));
   unmask::RegisterAll();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -35,14 +34,6 @@ StatusOr<double> BestLinearSeconds(const LinearWeight& w, std::vector<float>& x,
 
 }  // namespace
 
-double NominalPeakGflops() {
-  if (const char* env = std::getenv("UNMASK_PEAK_GFLOPS"); env && *env) {
-    const double v = std::atof(env);
-    if (v > 0) return v;
-  }
-  return 340.0;
-}
-
 StatusOr<double> MeasureGemmPeakGflops(int reps) {
   constexpr int64_t m = 512, k = 768, n = 2048;
   std::mt19937 rng(1);
@@ -56,14 +47,6 @@ StatusOr<double> MeasureGemmPeakGflops(int reps) {
       LinearWeight::Prepare(std::span<const TensorView>(&wv, 1), WeightMode::kPackedF32));
   UNMASK_ASSIGN_OR_RETURN(const double best, BestLinearSeconds(lw, x, m, reps));
   return 2.0 * m * n * k / best / 1e9;
-}
-
-double NominalBandwidthGBs() {
-  if (const char* env = std::getenv("UNMASK_PEAK_GBS"); env && *env) {
-    const double v = std::atof(env);
-    if (v > 0) return v;
-  }
-  return 26.0;
 }
 
 double MeasureMemoryBandwidthGBs(int reps, int64_t bytes) {

@@ -7,15 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/nominal_peaks.h"  // NominalPeakGflops, NominalBandwidthGBs
 #include "core/status.h"
 #include "format/gguf.h"
 #include "ops/linear.h"
 
 namespace unmask::tools {
-
-// f32 FMA peak of this project's machine class with 2 threads, GFLOP/s (the project developer
-// guide, "The machine"); override with $UNMASK_PEAK_GFLOPS on other hardware.
-double NominalPeakGflops();
 
 // Measures the GEMM peak the engine can reach now: y[512, 2048] = x[512, 768] W^T with W
 // prepacked f32, through the current CPU backend, best of `reps` timed runs after a warm-up.
@@ -39,10 +36,6 @@ StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::Gg
                                                                   WeightMode mode,
                                                                   const std::vector<int64_t>& rows,
                                                                   int reps = 5);
-
-// Nominal read bandwidth of this project's machine class with 2 threads, GB/s (the developer
-// guide: 25-28); override with $UNMASK_PEAK_GBS.
-double NominalBandwidthGBs();
 
 }  // namespace unmask::tools
 
