@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backend/cpu/cpu_backend.h"
 #include "common/cli_util.h"
 #include "common/roofline.h"
 #include "common/summary.h"
@@ -67,11 +66,12 @@ int BenchCommand::Run() const {
   const DiffusionParams params = *params_or;
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
-  if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
+  auto backend = model.MakeBackend();
+  if (!backend.ok()) return Fail(backend.status());
   auto path_or = model.Path();
   if (!path_or.ok()) return Fail(path_or.status());
   const std::string path = *path_or;
-  auto loaded_or = LoadModelWithProgress(path, *mode);
+  auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
   const LoadedModel& lm = *loaded_or;
   const Model& m = *lm.model;
@@ -107,11 +107,12 @@ int BenchCommand::Run() const {
   for (const std::string& blas : blas_list) {
     ModelArgs args = model;
     args.blas = blas;
-    if (Status s = args.InitBackend(); !s.ok()) return Fail(s);
+    auto row_backend = args.MakeBackend();
+    if (!row_backend.ok()) return Fail(row_backend.status());
     Row row;
     row.blas = blas;
-    row.backend = cpu::DescribeCpuBackend();
-    auto peak = MeasureGemmPeakGflops();
+    row.backend = (*row_backend)->Describe();
+    auto peak = MeasureGemmPeakGflops(**row_backend);
     if (!peak.ok()) return Fail(peak.status());
     row.gemm_peak = *peak;
     std::vector<double> tps, gflops, per_nfe;

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/diffusion_output.h"
 #include "common/cli_util.h"
 #include "common/terminal.h"
@@ -113,7 +112,8 @@ int GenerateCommand::Run() const {
   auto params_or = diffusion.Resolve();
   if (!params_or.ok()) return Fail(params_or.status());
   const DiffusionParams params = *params_or;
-  if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
+  auto backend = model.MakeBackend();
+  if (!backend.ok()) return Fail(backend.status());
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
 
@@ -121,7 +121,7 @@ int GenerateCommand::Run() const {
   auto path_or = model.Path();
   if (!path_or.ok()) return Fail(path_or.status());
   const std::string path = *path_or;
-  auto loaded_or = LoadModelWithProgress(path, *mode);
+  auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
   LoadedModel& loaded = *loaded_or;
   const double load_ms = MsSince(load_start);

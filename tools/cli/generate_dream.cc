@@ -9,7 +9,6 @@
 #include <string>
 #include <string_view>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/diffusion_output.h"
 #include "cli/generate_command.h"
 #include "common/cli_util.h"
