@@ -63,6 +63,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(shape) {
 
 Tensor Tensor::Copy() const {
   Tensor t(dtype_, shape_);
+  t.device_ = device_;
   if (bytes_) std::memcpy(t.data_.get(), data_.get(), bytes_);
   return t;
 }

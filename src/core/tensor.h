@@ -1,5 +1,6 @@
 // Tensor views (non-owning) and owning tensors. Row-major, dims outer -> inner (NumPy order),
-// contiguous. Shapes are written in comments as [dim0, dim1, ...].
+// contiguous. Shapes are written in comments as [dim0, dim1, ...]. Each knows the device its
+// memory lives on (core/device.h); the ops dispatch on it (src/ops/<op>.cc).
 #ifndef UNMASK_CORE_TENSOR_H_
 #define UNMASK_CORE_TENSOR_H_
 
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/device.h"
 #include "core/dtype.h"
 
 namespace unmask {
@@ -41,6 +43,7 @@ struct TensorView {
   void* data = nullptr;
   DType dtype = DType::kF32;
   Shape shape;
+  Device device = Device::kCpu;  // where `data` lives; CPU code may dereference it only for kCpu
 
   int64_t num_elements() const { return shape.num_elements(); }
   // Rows = product of all dims but the last; cols = last dim. For rank 0 both are 1.
@@ -61,7 +64,8 @@ struct AlignedDeleter {
 // Throws std::bad_alloc when out of memory (allocation happens in Reserve/load paths only).
 std::unique_ptr<void, AlignedDeleter> AllocateAligned(size_t bytes);
 
-// Owning tensor: move-only (copy the data explicitly with Copy()).
+// Owning tensor: move-only (copy the data explicitly with Copy()). Allocates host memory, so its
+// device is kCpu (a backend with memory of its own will add an allocating constructor).
 class Tensor {
  public:
   Tensor() = default;
@@ -71,8 +75,9 @@ class Tensor {
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 
+  // A deep copy on the same device.
   Tensor Copy() const;
-  TensorView view() const { return TensorView{data_.get(), dtype_, shape_}; }
+  TensorView view() const { return TensorView{data_.get(), dtype_, shape_, device_}; }
   void* data() const { return data_.get(); }
   template <typename T>
   T* as() const {
@@ -80,12 +85,14 @@ class Tensor {
   }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
+  Device device() const { return device_; }
   size_t bytes() const { return bytes_; }
 
  private:
   std::unique_ptr<void, AlignedDeleter> data_;
   DType dtype_ = DType::kF32;
   Shape shape_;
+  Device device_ = Device::kCpu;
   size_t bytes_ = 0;
 };
 

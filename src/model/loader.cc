@@ -44,8 +44,10 @@ StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& opti
                                    "' has no mask token (tokenizer.ggml.mask_token_id)");
   }
   out.weight_mode = ChooseWeightMode(*file, config, options.weight_mode);
-  UNMASK_ASSIGN_OR_RETURN(auto model, TransformerModel::Create(file, std::move(config),
-                                                               out.weight_mode, options.progress));
+  out.backend = options.backend ? options.backend : DefaultBackend();
+  UNMASK_ASSIGN_OR_RETURN(auto model,
+                          TransformerModel::Create(file, std::move(config), out.weight_mode,
+                                                   options.progress, out.backend));
   if (out.tokenizer->vocab_size() > model->config().vocab_size) {
     return InvalidArgumentError(path + ": the tokenizer has " +
                                 std::to_string(out.tokenizer->vocab_size()) +

@@ -1,4 +1,6 @@
-// Loads a model and its tokenizer from a GGUF file.
+// Loads a model and its tokenizer from a GGUF file, onto a backend. Tools create the backend with
+// CreateBackend (backend/backend.h, included here: LoadOptions carries it) and reach it through
+// this header; they include nothing of src/backend or src/ops themselves.
 #ifndef UNMASK_MODEL_LOADER_H_
 #define UNMASK_MODEL_LOADER_H_
 
@@ -6,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/backend.h"
 #include "core/status.h"
 #include "format/gguf.h"
 #include "model/model.h"
@@ -22,6 +25,8 @@ struct LoadOptions {
   WeightMode weight_mode = WeightMode::kAuto;
   // Called as tensors are prepared: (done, total).
   std::function<void(int, int)> progress;
+  // The backend the model computes on and owns a reference to; null: DefaultBackend().
+  std::shared_ptr<Backend> backend;
 };
 
 struct LoadedModel {
@@ -29,10 +34,12 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   WeightMode weight_mode = WeightMode::kPackedF32;  // the mode actually used
+  std::shared_ptr<Backend> backend;                 // the model's backend (model->backend())
 };
 
 // Errors: those of GgufFile::Open, ReadModelConfig, Tokenizer::FromGguf and model creation, each
-// naming the file; FailedPrecondition when a diffusion model has no mask token.
+// naming the file; FailedPrecondition when a diffusion model has no mask token; Unimplemented for
+// a backend the transformer cannot run on (any but the CPU backend in this build).
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
 
 }  // namespace unmask

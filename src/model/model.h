@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "kv/kv_cache.h"
@@ -68,7 +69,6 @@ class Workspace {
   int64_t logit_capacity_ = 0;
 };
 
-// Work done by one Forward call.
 // Work done by one Forward call: FLOPs and the bytes it moves (the roofline's two axes).
 struct ForwardStats {
   int64_t num_positions = 0;
@@ -88,6 +88,8 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
+  // The backend the model computes on (LoadOptions::backend), alive as long as the model.
+  virtual const Backend& backend() const = 0;
 
   // Runs the batch and writes logits [plan.num_logit_rows(), vocab] f32, sequence-major in plan
   // order. `kv` may be null when no sequence has kv_seq >= 0. Thread-compatible: concurrent calls

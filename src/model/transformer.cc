@@ -108,10 +108,17 @@ StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& nam
 
 StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     std::shared_ptr<const gguf::GgufFile> file, ModelConfig config, WeightMode mode,
-    const std::function<void(int, int)>& progress) {
+    const std::function<void(int, int)>& progress, std::shared_ptr<const Backend> backend) {
+  if (backend == nullptr) return InvalidArgumentError("TransformerModel::Create: null backend");
+  if (backend->device() != Device::kCpu) {
+    return UnimplementedError(file->path() + ": the transformer keeps its weights in host " +
+                              "memory and runs on the cpu backend only, not on " +
+                              std::string(DeviceName(backend->device())));
+  }
   std::unique_ptr<TransformerModel> m(new TransformerModel());
   const gguf::GgufFile& f = *file;
   m->file_ = std::move(file);
+  m->backend_ = std::move(backend);
   ModelConfig& c = config;
 
   const gguf::TensorInfo* embd = f.FindTensor("token_embd.weight");
@@ -271,6 +278,11 @@ Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
     }
   }
   const int64_t rows = plan.num_logit_rows();
+  if (logits.device != backend_->device()) {
+    return InvalidArgumentError("logits are on " + std::string(DeviceName(logits.device)) +
+                                ", the model computes on " +
+                                std::string(DeviceName(backend_->device())));
+  }
   if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
       logits.shape[1] != c.vocab_size) {
     return InvalidArgumentError("logits must be f32 [" + std::to_string(rows) + ", " +

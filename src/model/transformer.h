@@ -39,13 +39,17 @@ class TransformerModel final : public Model {
  public:
   // Builds the model from an opened GGUF (kept alive by `file`: the embedding and on-the-fly
   // weights point into its mapping). `progress(done, total)` is called once per prepared tensor.
+  // `backend` (non-null) is kept for the model's lifetime. The weights and activations live in
+  // host memory, so it must be a CPU backend.
   // Errors: NotFound naming a missing tensor; InvalidArgument naming a tensor whose shape or dtype
-  // does not match the hyper-parameters.
+  // does not match the hyper-parameters or for a null backend; Unimplemented for a backend whose
+  // device is not kCpu.
   static StatusOr<std::unique_ptr<TransformerModel>> Create(
       std::shared_ptr<const gguf::GgufFile> file, ModelConfig config, WeightMode mode,
-      const std::function<void(int, int)>& progress);
+      const std::function<void(int, int)>& progress, std::shared_ptr<const Backend> backend);
 
   const ModelConfig& config() const override { return config_; }
+  const Backend& backend() const override { return *backend_; }
   using Model::Forward;
   Status Forward(const BatchPlan& plan, KvCache* kv, Workspace& ws, TensorView logits,
                  ForwardStats* stats) const override;
@@ -56,6 +60,7 @@ class TransformerModel final : public Model {
   Status ValidatePlan(const BatchPlan& plan, const KvCache* kv, const TensorView& logits) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
+  std::shared_ptr<const Backend> backend_;
   ModelConfig config_;
   TensorView token_embd_;  // [vocab, hidden] in the stored dtype (mmap'd)
   std::vector<TransformerLayer> layers_;

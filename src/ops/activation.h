@@ -8,6 +8,9 @@
 
 namespace unmask {
 
+// Device dispatch (all ops): the tensors of one call must be on one device (else InvalidArgument);
+// a device without a kernel (in this build every device but kCpu) gives Unimplemented.
+
 // gate_up: [M, 2F] f32 with gate in columns [0, F) and up in [F, 2F) (a fused gate/up projection);
 // out: [M, F] f32. Errors: InvalidArgument on shape mismatch.
 Status SwiGlu(const TensorView& gate_up, TensorView out);

@@ -15,6 +15,9 @@ Status Attention(const TensorView& q, const TensorView& k, const TensorView& v,
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "k", k, 3));
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "v", v, 3));
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Attention", "out", out, 3));
+  UNMASK_ASSIGN_OR_RETURN(
+      const Device device,
+      ops_internal::CommonDevice("Attention", {{"q", &q}, {"k", &k}, {"v", &v}, {"out", &out}}));
   const int64_t t = q.shape[0];
   const int64_t num_heads = q.shape[1];
   const int64_t head_dim = q.shape[2];
@@ -57,10 +60,16 @@ Status Attention(const TensorView& q, const TensorView& k, const TensorView& v,
       ops_internal::Overlap(out, v)) {
     return InvalidArgumentError("Attention: out must not overlap q, k or v");
   }
-  if (t == 0 || num_heads == 0 || head_dim == 0) return Status::Ok();
-  cpu::AttentionF32(q.as<float>(), k.as<float>(), v.as<float>(), t, s, num_heads, num_kv_heads,
-                    head_dim, params, out.as<float>());
-  return Status::Ok();
+  switch (device) {
+    case Device::kCpu:
+      if (t == 0 || num_heads == 0 || head_dim == 0) return Status::Ok();
+      cpu::AttentionF32(q.as<float>(), k.as<float>(), v.as<float>(), t, s, num_heads, num_kv_heads,
+                        head_dim, params, out.as<float>());
+      return Status::Ok();
+    case Device::kCuda:
+      break;
+  }
+  return ops_internal::NoKernel("Attention", device);
 }
 
 }  // namespace unmask

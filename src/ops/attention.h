@@ -11,6 +11,9 @@
 
 namespace unmask {
 
+// Device dispatch (all ops): the tensors of one call must be on one device (else InvalidArgument);
+// a device without a kernel (in this build every device but kCpu) gives Unimplemented.
+
 enum class AttentionMask {
   kNone,    // bidirectional: every query sees every key (LLaDA, Dream)
   kCausal,  // query i (absolute position q_pos0 + i) sees keys at positions <= its own

@@ -59,6 +59,8 @@ Status GetRows(const TensorView& table, std::span<const int32_t> ids, TensorView
                                 std::to_string(GetDTypeInfo(table.dtype).block_size));
   }
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("GetRows", "out", out, 2));
+  UNMASK_ASSIGN_OR_RETURN(const Device device, ops_internal::CommonDevice(
+                                                   "GetRows", {{"table", &table}, {"out", &out}}));
   const auto num_ids = static_cast<int64_t>(ids.size());
   if (out.shape[0] != num_ids || out.shape[1] != dim) {
     return InvalidArgumentError("GetRows: " + ops_internal::Describe("out", out) + " must be [" +
@@ -75,6 +77,12 @@ Status GetRows(const TensorView& table, std::span<const int32_t> ids, TensorView
                              std::to_string(i) + " is outside [0, " + std::to_string(vocab) +
                              ") of " + ops_internal::Describe("table", table));
     }
+  }
+  switch (device) {
+    case Device::kCpu:
+      break;
+    case Device::kCuda:
+      return ops_internal::NoKernel("GetRows", device);
   }
   if (dim == 0) return Status::Ok();
   const auto* base = static_cast<const uint8_t*>(table.data);

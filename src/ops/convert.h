@@ -12,12 +12,15 @@
 namespace unmask {
 
 // Converts `n` elements of `dtype` at `src` to f32 at `dst` (n a multiple of the block size).
+// Both are host (CPU) memory: raw pointers carry no device (a loader's helper, not dispatched).
 // Errors: Unimplemented for dtypes without a converter; InvalidArgument for a partial block.
 Status ConvertRowToF32(DType dtype, const void* src, int64_t n, float* dst);
 
 // out[i, :] = table[ids[i], :] as f32. table: [V, D] (any dtype ConvertRowToF32
 // accepts; D a multiple of its block size), out: [len(ids), D] f32.
-// Errors: OutOfRange naming the id when an id is outside [0, V).
+// ids are host memory; table and out on one device (CPU kernels only in this build).
+// Errors: OutOfRange naming the id when an id is outside [0, V); InvalidArgument when table and
+// out are on different devices; Unimplemented for a device without a kernel.
 Status GetRows(const TensorView& table, std::span<const int32_t> ids, TensorView out);
 
 }  // namespace unmask

@@ -56,6 +56,10 @@ Status CheckParts(std::span<const TensorView> parts, int64_t* n, int64_t* k) {
     if (p.data == nullptr && p.shape[0] > 0) {
       return InvalidArgumentError("LinearWeight::Prepare: " + name + " has null data");
     }
+    if (p.device != Device::kCpu) {  // weights are prepared (and packed) in host memory
+      return UnimplementedError("LinearWeight::Prepare: " + name +
+                                ": weights are prepared from host (cpu) memory only");
+    }
     *n += p.shape[0];
   }
   if (*n < 1) return InvalidArgumentError("LinearWeight::Prepare: the parts have no rows");
@@ -148,6 +152,12 @@ Status Linear(const TensorView& x, const LinearWeight& w, TensorView y) {
   }
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Linear", "x", x, -1));
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("Linear", "y", y, -1));
+  UNMASK_ASSIGN_OR_RETURN(const Device device,
+                          ops_internal::CommonDevice("Linear", {{"x", &x}, {"y", &y}}));
+  if (device != w.device()) {
+    return InvalidArgumentError("Linear: x and y are on " + std::string(DeviceName(device)) +
+                                " but the weight on " + std::string(DeviceName(w.device())));
+  }
   const int64_t m = x.rows();
   if (x.cols() != impl->k) {
     return InvalidArgumentError("Linear: " + Describe("x", x) + " must have " +
@@ -164,12 +174,18 @@ Status Linear(const TensorView& x, const LinearWeight& w, TensorView y) {
   if (ops_internal::Overlap(x, y)) {
     return InvalidArgumentError("Linear: y overlaps x");
   }
-  if (m == 0) return Status::Ok();
-  if (impl->mode == WeightMode::kPackedF32) {
-    return impl->packed.Run(x.as<float>(), m, y.as<float>());
+  switch (device) {
+    case Device::kCpu:
+      if (m == 0) return Status::Ok();
+      if (impl->mode == WeightMode::kPackedF32) {
+        return impl->packed.Run(x.as<float>(), m, y.as<float>());
+      }
+      cpu::LinearOnTheFly(*impl, x.as<float>(), m, y.as<float>());
+      return Status::Ok();
+    case Device::kCuda:
+      break;
   }
-  cpu::LinearOnTheFly(*impl, x.as<float>(), m, y.as<float>());
-  return Status::Ok();
+  return ops_internal::NoKernel("Linear", device);
 }
 
 }  // namespace unmask

@@ -34,12 +34,15 @@ class LinearWeight {
   // gate/up projections.
   // For kOnTheFly the parts are referenced, not copied: their data must outlive this weight
   // (the model keeps its mmap'd GGUF alive).
-  // Errors: InvalidArgument on shape/dtype mismatch or unsupported dtype.
+  // Errors: InvalidArgument on shape/dtype mismatch or unsupported dtype; Unimplemented for a
+  // part that is not in host memory (device other than kCpu).
   static StatusOr<LinearWeight> Prepare(std::span<const TensorView> parts, WeightMode mode);
 
   int64_t out_features() const;
   int64_t in_features() const;
   WeightMode mode() const;  // never kAuto after Prepare
+  // Where the prepared weight lives: kCpu (Prepare takes host memory and keeps it there).
+  Device device() const { return Device::kCpu; }
   // Bytes of memory held by this object (packed copies), 0 for referenced data.
   size_t owned_bytes() const;
 
@@ -65,7 +68,8 @@ void SetQuantActivations(QuantActivations activations);
 QuantActivations GetQuantActivations();
 
 // y[M, N] = x[M, K] * W[N, K]^T (f32). x and y must not overlap. M may be any value >= 0.
-// Errors: InvalidArgument when shapes/dtypes do not match (names the dims).
+// Errors: InvalidArgument when shapes/dtypes do not match (names the dims) or x, y and the weight
+// are on different devices; Unimplemented for a device without a kernel (cpu only in this build).
 Status Linear(const TensorView& x, const LinearWeight& w, TensorView y);
 
 }  // namespace unmask

@@ -12,6 +12,8 @@ Status RmsNorm(const TensorView& x, const TensorView& w, float eps, TensorView y
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("RmsNorm", "x", x, 2));
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("RmsNorm", "w", w, 1));
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("RmsNorm", "y", y, 2));
+  UNMASK_ASSIGN_OR_RETURN(const Device device,
+                          ops_internal::CommonDevice("RmsNorm", {{"x", &x}, {"w", &w}, {"y", &y}}));
   const int64_t m = x.shape[0];
   const int64_t d = x.shape[1];
   if (w.shape[0] != d) {
@@ -28,9 +30,14 @@ Status RmsNorm(const TensorView& x, const TensorView& w, float eps, TensorView y
   if (!ops_internal::SameData(x, y) && ops_internal::Overlap(x, y)) {
     return InvalidArgumentError("RmsNorm: y partially overlaps x (it may alias x exactly)");
   }
-  if (m == 0 || d == 0) return Status::Ok();
-  cpu::RmsNormRows(x.as<float>(), w.as<float>(), m, d, eps, y.as<float>());
-  return Status::Ok();
+  switch (device) {
+    case Device::kCpu:
+      if (m > 0 && d > 0) cpu::RmsNormRows(x.as<float>(), w.as<float>(), m, d, eps, y.as<float>());
+      return Status::Ok();
+    case Device::kCuda:
+      break;
+  }
+  return ops_internal::NoKernel("RmsNorm", device);
 }
 
 }  // namespace unmask

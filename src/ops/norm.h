@@ -7,6 +7,9 @@
 
 namespace unmask {
 
+// Device dispatch (all ops): the tensors of one call must be on one device (else InvalidArgument);
+// a device without a kernel (in this build every device but kCpu) gives Unimplemented.
+
 // x: [M, D] f32, w: [D] f32, y: [M, D] f32 (y may alias x). The sum of squares is accumulated in
 // f32 or better. Errors: InvalidArgument on shape mismatch.
 Status RmsNorm(const TensorView& x, const TensorView& w, float eps, TensorView y);

@@ -5,7 +5,29 @@
 namespace unmask::ops_internal {
 
 std::string Describe(std::string_view name, const TensorView& t) {
-  return std::string(name) + " " + t.shape.ToString() + " " + std::string(DTypeName(t.dtype));
+  std::string s =
+      std::string(name) + " " + t.shape.ToString() + " " + std::string(DTypeName(t.dtype));
+  if (t.device != Device::kCpu) s += " on " + std::string(DeviceName(t.device));
+  return s;
+}
+
+StatusOr<Device> CommonDevice(std::string_view op, std::initializer_list<NamedTensor> tensors) {
+  const NamedTensor& first = *tensors.begin();
+  for (const NamedTensor& t : tensors) {
+    if (t.tensor->device != first.tensor->device) {
+      return InvalidArgumentError(std::string(op) + ": " + std::string(t.name) + " is on " +
+                                  std::string(DeviceName(t.tensor->device)) + " but " +
+                                  std::string(first.name) + " on " +
+                                  std::string(DeviceName(first.tensor->device)) +
+                                  " (an op's tensors must be on one device)");
+    }
+  }
+  return first.tensor->device;
+}
+
+Status NoKernel(std::string_view op, Device device) {
+  return UnimplementedError(std::string(op) + ": no kernel for tensors on " +
+                            std::string(DeviceName(device)) + " (this build has cpu kernels only)");
 }
 
 Status CheckF32(std::string_view op, std::string_view name, const TensorView& t, int rank) {

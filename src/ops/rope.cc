@@ -80,9 +80,17 @@ Status ApplyRope(TensorView x, std::span<const int32_t> positions, const RopeTab
                                   std::to_string(table.max_positions()) + ")");
     }
   }
-  if (m == 0 || num_heads == 0) return Status::Ok();
-  cpu::RopeRows(x.as<float>(), m, num_heads, head_dim, positions.data(), table, layout);
-  return Status::Ok();
+  // The table is host memory: a device backend copies it to its memory with the kernel.
+  switch (x.device) {
+    case Device::kCpu:
+      if (m > 0 && num_heads > 0) {
+        cpu::RopeRows(x.as<float>(), m, num_heads, head_dim, positions.data(), table, layout);
+      }
+      return Status::Ok();
+    case Device::kCuda:
+      break;
+  }
+  return ops_internal::NoKernel("ApplyRope", x.device);
 }
 
 }  // namespace unmask

@@ -18,6 +18,9 @@
 
 namespace unmask {
 
+// Device dispatch (all ops): the tensors of one call must be on one device (else InvalidArgument);
+// a device without a kernel (in this build every device but kCpu) gives Unimplemented.
+
 enum class RopeLayout { kInterleaved, kNeox };
 
 // Precomputed cos/sin for positions [0, max_positions): angles computed in double, stored as f32.

@@ -7,9 +7,14 @@ namespace unmask {
 
 Status SoftmaxInPlace(TensorView x) {
   UNMASK_RETURN_IF_ERROR(ops_internal::CheckF32("SoftmaxInPlace", "x", x, 2));
-  if (x.shape[0] == 0 || x.shape[1] == 0) return Status::Ok();
-  cpu::SoftmaxRows(x.as<float>(), x.shape[0], x.shape[1]);
-  return Status::Ok();
+  switch (x.device) {
+    case Device::kCpu:
+      if (x.shape[0] > 0 && x.shape[1] > 0) cpu::SoftmaxRows(x.as<float>(), x.shape[0], x.shape[1]);
+      return Status::Ok();
+    case Device::kCuda:
+      break;
+  }
+  return ops_internal::NoKernel("SoftmaxInPlace", x.device);
 }
 
 }  // namespace unmask

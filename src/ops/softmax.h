@@ -7,6 +7,9 @@
 
 namespace unmask {
 
+// Device dispatch (all ops): the tensors of one call must be on one device (else InvalidArgument);
+// a device without a kernel (in this build every device but kCpu) gives Unimplemented.
+
 // x: [M, N] f32, in place. Rows of all -inf become all 0 (never NaN). Errors: InvalidArgument
 // for non-f32 input.
 Status SoftmaxInPlace(TensorView x);

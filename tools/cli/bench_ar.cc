@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/bench_command.h"
 #include "common/cli_util.h"
 #include "common/roofline.h"
@@ -51,9 +50,10 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
   }
   ModelArgs args = cmd.model;
   args.blas = cmd.blas_list.front();
-  if (Status s = args.InitBackend(); !s.ok()) return Fail(s);
+  auto backend = args.MakeBackend();
+  if (!backend.ok()) return Fail(backend.status());
   const double bandwidth = MeasureMemoryBandwidthGBs();
-  auto gemm_peak = MeasureGemmPeakGflops();
+  auto gemm_peak = MeasureGemmPeakGflops(**backend);
   if (!gemm_peak.ok()) return Fail(gemm_peak.status());
   StepBuffers buffers;
   std::vector<double> decode_tps, prefill_tps, intensity;
@@ -94,7 +94,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
         {"path", path},
         {"engine", "ar"},
         {"weights", weights},
-        {"backend", cpu::DescribeCpuBackend()},
+        {"backend", (*backend)->Describe()},
         {"threads", GetNumThreads()},
         {"prompt_length", prompt.size()},
         {"n_predict", n},
@@ -135,7 +135,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
       "of weights, KV cache and activations)\nmachine (this run): GEMM peak %.1f GFLOP/s (f32, "
       "prepacked), memory read %.1f GB/s -> ridge %.1f FLOP/byte\nbackend: %s\n",
       Summarize(intensity).mean, *gemm_peak, bandwidth, *gemm_peak / bandwidth,
-      cpu::DescribeCpuBackend().c_str());
+      (*backend)->Describe().c_str());
   return 0;
 }
 

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backend/cpu/cpu_backend.h"
 #include "common/cli_util.h"
 #include "common/decode_args.h"
 #include "common/roofline.h"
@@ -64,11 +63,12 @@ int BenchCommand::Run() const {
   const DecodeOptions options = *std::move(options_or);
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
-  if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
+  auto backend = model.MakeBackend();
+  if (!backend.ok()) return Fail(backend.status());
   auto path_or = model.Path();
   if (!path_or.ok()) return Fail(path_or.status());
   const std::string path = *path_or;
-  auto loaded_or = LoadModelWithProgress(path, *mode);
+  auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
   Engine engine;
   const size_t index = engine.AddModel(path, std::move(loaded_or).value());
@@ -109,11 +109,12 @@ int BenchCommand::Run() const {
   for (const std::string& blas : blas_list) {
     ModelArgs args = model;
     args.blas = blas;
-    if (Status s = args.InitBackend(); !s.ok()) return Fail(s);
+    auto row_backend = args.MakeBackend();
+    if (!row_backend.ok()) return Fail(row_backend.status());
     Row row;
     row.blas = blas;
-    row.backend = cpu::DescribeCpuBackend();
-    auto peak = MeasureGemmPeakGflops();
+    row.backend = (*row_backend)->Describe();
+    auto peak = MeasureGemmPeakGflops(**row_backend);
     if (!peak.ok()) return Fail(peak.status());
     row.gemm_peak = *peak;
     std::vector<double> tps, gflops, per_nfe;

@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-
 namespace unmask::tools {
 
 int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
@@ -46,7 +44,7 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
                   {"architecture", m.config().architecture},
                   {"parameters", m.config().NumParameters()}};
     j["params"] = std::move(params);
-    j["backend"] = cpu::DescribeCpuBackend();
+    j["backend"] = m.backend().Describe();
     // Token text may hold invalid UTF-8 (byte-level pieces): replace it instead of throwing.
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -57,7 +55,7 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
                  static_cast<long long>(stats.generated_tokens), stats.total_ms / 1000.0,
                  stats.tokens_per_second(), static_cast<long long>(stats.nfe),
                  stats.tokens_per_forward(), stats.gflops_per_second(),
-                 cpu::DescribeCpuBackend().c_str());
+                 m.backend().Describe().c_str());
   }
   std::fflush(stdout);
   return 0;

@@ -8,7 +8,6 @@
 #include <span>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/generate_command.h"
 #include "common/cli_util.h"
 #include "common/terminal.h"
@@ -57,7 +56,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
   if (!cmd.ar.draft_model.empty()) {
     auto mode = cmd.model.weight_mode();
     if (!mode.ok()) return Fail(mode.status());
-    auto d = LoadModelWithProgress(cmd.ar.draft_model, *mode);
+    auto d = LoadModelWithProgress(cmd.ar.draft_model, *mode, loaded.backend);
     if (!d.ok()) return Fail(d.status().WithContext("--draft-model"));
     draft_loaded = std::move(d).value();
     draft_is_diffusion = draft_loaded.model->config().is_diffusion();
@@ -198,7 +197,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                    {"ignore_eos", params.ignore_eos},
                    {"stop", cmd.ar.stop},
                    {"chat", run.used_chat}};
-    j["backend"] = cpu::DescribeCpuBackend();
+    j["backend"] = m.backend().Describe();
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     if (printed < text.size()) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
@@ -219,7 +218,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                  static_cast<long long>(st.generated_tokens), st.total_ms / 1000.0,
                  st.tokens_per_second(), st.decode_tokens_per_second(), st.ttft_ms,
                  static_cast<long long>(st.nfe), st.tokens_per_forward(), spec_info.c_str(),
-                 cpu::DescribeCpuBackend().c_str());
+                 m.backend().Describe().c_str());
   }
   std::fflush(stdout);
   return 0;

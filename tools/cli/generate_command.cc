@@ -77,7 +77,8 @@ int GenerateCommand::Run() const {
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
   if (!options_or.ok()) return Fail(options_or.status());
   DecodeOptions options = *std::move(options_or);
-  if (Status s = model.InitBackend(); !s.ok()) return Fail(s);
+  auto backend = model.MakeBackend();
+  if (!backend.ok()) return Fail(backend.status());
   auto mode = model.weight_mode();
   if (!mode.ok()) return Fail(mode.status());
 
@@ -85,7 +86,7 @@ int GenerateCommand::Run() const {
   auto path_or = model.Path();
   if (!path_or.ok()) return Fail(path_or.status());
   const std::string path = *path_or;
-  auto loaded_or = LoadModelWithProgress(path, *mode);
+  auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
   if (!loaded_or.ok()) return Fail(loaded_or.status());
   Engine engine;
   const size_t index = engine.AddModel(path, std::move(loaded_or).value());

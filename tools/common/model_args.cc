@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "backend/cpu/cpu_backend.h"
 #include "common/cli_util.h"
 #include "common/terminal.h"
 
@@ -43,17 +42,18 @@ StatusOr<std::string> ModelArgs::Path() const {
   return model.empty() ? DefaultModelPath() : model;
 }
 
-Status ModelArgs::InitBackend() const {
-  cpu::CpuBackendOptions o;
+BackendOptions ModelArgs::backend_options() const {
+  BackendOptions o;
   o.num_threads = threads;
-  if (blas == "onednn") {
-    o.gemm = cpu::GemmProvider::kOneDnn;
-  } else if (blas == "openblas") {
-    o.gemm = cpu::GemmProvider::kOpenBlas;
-  } else {
+  o.gemm = blas;
+  return o;
+}
+
+StatusOr<std::shared_ptr<Backend>> ModelArgs::MakeBackend() const {
+  if (blas != "onednn" && blas != "openblas") {
     return InvalidArgumentError("--blas must be onednn or openblas, got '" + blas + "'");
   }
-  return cpu::InitCpuBackend(o);
+  return CreateBackend(backend_options());
 }
 
 StatusOr<WeightMode> ModelArgs::weight_mode() const {
@@ -192,11 +192,13 @@ StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   return p;
 }
 
-StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode) {
+StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode,
+                                            std::shared_ptr<Backend> backend) {
   if (!std::filesystem::exists(path)) return NotFoundError("model file not found: " + path);
   ProgressLine progress("loading " + std::filesystem::path(path).filename().string());
   LoadOptions options;
   options.weight_mode = mode;
+  options.backend = std::move(backend);
   options.progress = [&](int done, int total) { progress.Update(done, total, "tensors"); };
   auto loaded = LoadModel(path, options);
   progress.Finish();

@@ -3,6 +3,7 @@
 #define UNMASK_TOOLS_COMMON_MODEL_ARGS_H_
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ std::string DefaultModelPath();
 inline constexpr int64_t kMaxThreads = 1024;
 inline constexpr int64_t kMaxLength = int64_t{1} << 24;  // gen_length, steps, block_length, ...
 
-// Model file and CPU backend flags.
+// Model file and backend flags.
 struct ModelArgs {
   std::string model;                    // -m
   CLI::Option* model_option = nullptr;  // to tell "-m ''" from no -m
@@ -30,8 +31,11 @@ struct ModelArgs {
   void AddTo(CLI::App& app);
   // The model path: -m, or the default model when -m was not given. InvalidArgument for -m "".
   StatusOr<std::string> Path() const;
-  // Applies --threads/--blas to the CPU backend. InvalidArgument for unknown names.
-  Status InitBackend() const;
+  // The backend options of --threads/--blas (device cpu).
+  BackendOptions backend_options() const;
+  // Creates (and applies) the backend of --threads/--blas; pass it to LoadModelWithProgress.
+  // Errors: InvalidArgument for a --blas other than onednn/openblas; those of CreateBackend.
+  StatusOr<std::shared_ptr<Backend>> MakeBackend() const;
   StatusOr<WeightMode> weight_mode() const;
 };
 
@@ -56,8 +60,9 @@ struct DiffusionArgs {
   StatusOr<DiffusionParams> Resolve() const;
 };
 
-// Loads a model, drawing a progress line on stderr.
-StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode);
+// Loads a model onto `backend` (null: DefaultBackend()), drawing a progress line on stderr.
+StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode,
+                                            std::shared_ptr<Backend> backend = nullptr);
 
 }  // namespace unmask::tools
 

@@ -10,14 +10,15 @@
 #include "common/nominal_peaks.h"  // NominalPeakGflops, NominalBandwidthGBs
 #include "core/status.h"
 #include "format/gguf.h"
-#include "ops/linear.h"
+#include "model/loader.h"
+#include "plan/gemm_curve.h"
 
 namespace unmask::tools {
 
-// Measures the GEMM peak the engine can reach now: y[512, 2048] = x[512, 768] W^T with W
-// prepacked f32, through the current CPU backend, best of `reps` timed runs after a warm-up.
-// Returns GFLOP/s.
-StatusOr<double> MeasureGemmPeakGflops(int reps = 10);
+// Measures the GEMM peak the engine can reach now through `backend`
+// (Backend::MeasureGemmPeakGflops: y[512, 2048] = x[512, 768] W^T with W prepacked f32), best of
+// `reps` timed runs after a warm-up. Returns GFLOP/s.
+StatusOr<double> MeasureGemmPeakGflops(const Backend& backend, int reps = 10);
 
 // Measures the memory read bandwidth the engine's threads reach now: sums of an f32 buffer of
 // `bytes` (default 256 MiB: main memory) split over the current thread count (core/parallel.h),
@@ -28,14 +29,8 @@ StatusOr<double> MeasureGemmPeakGflops(int reps = 10);
 double MeasureMemoryBandwidthGBs(int reps = 5, int64_t bytes = int64_t{256} << 20);
 
 // GEMM throughput against the number of rows M (positions fed in one forward) on one of a model's
-// own weight matrices: blk.0.ffn_up.weight ([ffn, hidden], the stored dtype) prepared with `mode`
-// as the model prepares its weights; y[M, ffn] = x[M, hidden] W^T, best of `reps` after a
-// warm-up, for each M of `rows`. Returns (M, FLOP/s) pairs. Errors: NotFound without that tensor,
-// the errors of LinearWeight::Prepare and Linear.
-StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::GgufFile& file,
-                                                                  WeightMode mode,
-                                                                  const std::vector<int64_t>& rows,
-                                                                  int reps = 5);
+// own weight matrices (plan/gemm_curve.h).
+using plan::MeasureGemmCurve;
 
 }  // namespace unmask::tools
 

@@ -86,10 +86,12 @@ int ServeCommand::Run() {
   backend.threads = threads;
   backend.blas = blas;
   backend.weights = weights;
-  if (Status s = backend.InitBackend(); !s.ok()) {
-    PrintError("unmask serve", s.message());
+  auto created = backend.MakeBackend();
+  if (!created.ok()) {
+    PrintError("unmask serve", created.status().message());
     return 1;
   }
+  options.backend = *created;
   auto mode = backend.weight_mode();
   if (!mode.ok()) {
     PrintError("unmask serve", mode.status().message());

@@ -101,6 +101,7 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     if (progress) progress(i, options_.model_paths.size(), m->id);
     LoadOptions lo;
     lo.weight_mode = options_.weight_mode;
+    lo.backend = options_.backend;
     auto loaded = LoadModel(m->path, lo);
     if (!loaded.ok()) return loaded.status();
     m->index = engine_->AddModel(m->id, std::move(loaded).value());

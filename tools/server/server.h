@@ -34,6 +34,7 @@ struct ServerOptions {
   std::vector<std::string> model_paths;
   std::vector<std::string> aliases;  // model ids, in the order of model_paths (default: file stem)
   WeightMode weight_mode = WeightMode::kAuto;
+  std::shared_ptr<Backend> backend;  // of every model; null: DefaultBackend()
   SchedulerOptions scheduler;
   DiffusionParams diffusion;            // defaults of diffusion requests (gen_length, steps unused)
   bool diffusion_commit_given = false;  // the server's flags chose a commit rule

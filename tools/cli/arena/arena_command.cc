@@ -8,7 +8,6 @@
 #include <fstream>
 #include <map>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/arena/arena_data.h"
 #include "cli/arena/arena_modes.h"
 #include "cli/arena/arena_report.h"
@@ -257,9 +256,10 @@ int ArenaCommand::Run() const {
     r.machine.price_source = "typical price of the hardware table's cpu entry: " + cpu->name;
   }
 
-  cpu::CpuBackendOptions bo;
+  BackendOptions bo;
   bo.num_threads = threads;
-  if (Status s = cpu::InitCpuBackend(bo); !s.ok()) return Fail(s);
+  auto backend = CreateBackend(bo);
+  if (!backend.ok()) return Fail(backend.status());
   const std::string diffusion_path =
       diffusion_model.empty() ? Twin("unmask-tinystories-llada.gguf") : diffusion_model;
   const std::string ar_path = ar_model.empty() ? Twin("unmask-tinystories-ar.gguf") : ar_model;
@@ -280,8 +280,8 @@ int ArenaCommand::Run() const {
   }
   LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm;
   if (need_diffusion) {
-    auto lm =
-        OnTemporaryThread([&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto); });
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return Fail(lm.status());
     if (!lm->model->config().is_diffusion()) {
       return Fail(InvalidArgumentError(diffusion_path + " is not a diffusion model"));
@@ -289,7 +289,8 @@ int ArenaCommand::Run() const {
     diffusion_lm = std::move(*lm);
   }
   if (need_ar) {
-    auto lm = OnTemporaryThread([&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto); });
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return Fail(lm.status());
     if (lm->model->config().is_diffusion()) {
       return Fail(InvalidArgumentError(ar_path + " is not an autoregressive model"));
@@ -297,8 +298,8 @@ int ArenaCommand::Run() const {
     ar_lm = std::move(*lm);
   }
   if (need_draft) {
-    auto lm =
-        OnTemporaryThread([&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto); });
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return Fail(lm.status());
     if (lm->model->config().is_diffusion()) {
       return Fail(InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
@@ -307,8 +308,8 @@ int ArenaCommand::Run() const {
   }
   const LoadedModel* judge = need_ar ? &ar_lm : nullptr;
   if (!judge_model.empty() && !no_quality) {
-    auto lm =
-        OnTemporaryThread([&] { return LoadModelWithProgress(judge_model, WeightMode::kAuto); });
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(judge_model, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return Fail(lm.status());
     judge_lm = std::move(*lm);
     judge = &judge_lm;
@@ -367,12 +368,12 @@ int ArenaCommand::Run() const {
 
   // The machine's roofline, measured now.
   std::fprintf(stderr, "arena: measuring the GEMM peak and the memory bandwidth...\n");
-  auto peak = OnTemporaryThread([] { return MeasureGemmPeakGflops(); });
+  auto peak = OnTemporaryThread([&] { return MeasureGemmPeakGflops(**backend); });
   if (!peak.ok()) return Fail(peak.status());
   r.machine.gemm_gflops = *peak;
   r.machine.bandwidth_gbs = OnTemporaryThread([] { return MeasureMemoryBandwidthGBs(); });
   r.machine.threads = GetNumThreads();
-  r.machine.backend = cpu::DescribeCpuBackend();
+  r.machine.backend = (*backend)->Describe();
   std::fprintf(stderr, "arena: f32 GEMM %.1f GFLOP/s, memory read %.1f GB/s, %d threads\n",
                r.machine.gemm_gflops, r.machine.bandwidth_gbs, r.machine.threads);
 

@@ -1,0 +1,73 @@
+#include "backend/cpu/cpu_backend_object.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/packed_gemm.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace unmask::cpu {
+
+std::optional<GemmProvider> GemmProviderFromName(std::string_view name) {
+  for (GemmProvider p :
+       {GemmProvider::kOneDnn, GemmProvider::kOpenBlas, GemmProvider::kReference}) {
+    if (name == GemmProviderName(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::string CpuBackend::Describe() const { return DescribeCpuBackend(); }
+
+int CpuBackend::num_threads() const { return GetNumThreads(); }
+
+StatusOr<double> CpuBackend::MeasureGemmPeakGflops(int reps) const {
+  if (reps < 1) {
+    return InvalidArgumentError("MeasureGemmPeakGflops: reps must be >= 1, got " +
+                                std::to_string(reps));
+  }
+  constexpr int64_t m = 512, k = 768, n = 2048;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto w = AllocateAligned(static_cast<size_t>(n * k) * sizeof(float));
+  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  float* wp = static_cast<float*>(w.get());
+  for (int64_t i = 0; i < n * k; ++i) wp[i] = u(rng);
+  for (float& v : x) v = u(rng);
+  // Prepacked as the model's f32 weights are (ops/linear kPackedF32 runs PackedGemm::Run).
+  UNMASK_ASSIGN_OR_RETURN(const PackedGemm packed, PackedGemm::Pack(std::move(w), n, k));
+  UNMASK_RETURN_IF_ERROR(packed.Run(x.data(), m, y.data()));  // warm-up: primitive, caches
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    UNMASK_RETURN_IF_ERROR(packed.Run(x.data(), m, y.data()));
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * m * n * k / best / 1e9;
+}
+
+StatusOr<std::shared_ptr<Backend>> CreateCpuBackend(const BackendOptions& options) {
+  if (options.device != "cpu") {
+    return InvalidArgumentError("CreateCpuBackend: device '" + options.device + "' is not cpu");
+  }
+  const std::optional<GemmProvider> gemm = GemmProviderFromName(options.gemm);
+  if (!gemm) {
+    return InvalidArgumentError("unknown GEMM provider '" + options.gemm +
+                                "' (known: onednn, openblas, reference)");
+  }
+  CpuBackendOptions cpu_options;
+  cpu_options.num_threads = options.num_threads;
+  cpu_options.gemm = *gemm;
+  UNMASK_RETURN_IF_ERROR(InitCpuBackend(cpu_options));
+  return std::shared_ptr<Backend>(std::make_shared<CpuBackend>(options));
+}
+
+std::shared_ptr<Backend> NewDefaultCpuBackend() {
+  return std::make_shared<CpuBackend>(BackendOptions{});
+}
+
+}  // namespace unmask::cpu
