@@ -17,7 +17,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) { return FailWith("unmask bench", s); }
+constexpr const char* kWho = "unmask bench";
 
 // Bytes of matrix weights one batch-1 forward reads: every 2-D weight once (the token embedding
 // only when it doubles as the output projection), in the stored dtype when weights are kept
@@ -44,17 +44,17 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
   const ModelConfig& c = m.config();
   const int64_t n = cmd.diffusion.params.gen_length;
   if (static_cast<int64_t>(prompt.size()) + n > c.context_length) {
-    return Fail(InvalidArgumentError("prompt " + std::to_string(prompt.size()) + " + " +
+    return FailWith(kWho, InvalidArgumentError("prompt " + std::to_string(prompt.size()) + " + " +
                                      std::to_string(n) + " generated tokens exceed the context (" +
                                      std::to_string(c.context_length) + ")"));
   }
   ModelArgs args = cmd.model;
   args.blas = cmd.blas_list.front();
   auto backend = args.MakeBackend();
-  if (!backend.ok()) return Fail(backend.status());
+  if (!backend.ok()) return FailWith(kWho, backend.status());
   const double bandwidth = MeasureMemoryBandwidthGBs();
   auto gemm_peak = MeasureGemmPeakGflops(**backend);
-  if (!gemm_peak.ok()) return Fail(gemm_peak.status());
+  if (!gemm_peak.ok()) return FailWith(kWho, gemm_peak.status());
   StepBuffers buffers;
   std::vector<double> decode_tps, prefill_tps, intensity;
   ProgressLine progress("bench");
@@ -64,7 +64,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
     o.max_tokens = n;
     o.ar.ignore_eos = true;
     auto dec = engine.MakeDecoder(index, prompt, o);
-    if (!dec.ok()) return Fail(dec.status());
+    if (!dec.ok()) return FailWith(kWho, dec.status());
     auto on_step = [&](const Decoder& d, const DecodeStep&) {
       progress.Update(r * n + static_cast<int64_t>(d.generated().size()), (cmd.reps + 1) * n,
                       r == 0 ? "warm-up" : "run " + std::to_string(r));
@@ -72,7 +72,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
     };
     Decoder* const one[1] = {dec->decoder.get()};
     auto st = engine.Run(index, one, on_step, &buffers);
-    if (!st.ok()) return Fail(st.status());
+    if (!st.ok()) return FailWith(kWho, st.status());
     if (r == 0) continue;
     decode_tps.push_back(st->decode_tokens_per_second());
     prefill_tps.push_back(1000.0 * static_cast<double>(prompt.size()) / st->ttft_ms);

@@ -15,7 +15,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) { return FailWith("unmask bench", s); }
+constexpr const char* kWho = "unmask bench";
 
 struct Row {
   std::string blas;
@@ -59,17 +59,17 @@ void BenchCommand::AddTo(CLI::App& app) {
 
 int BenchCommand::Run() const {
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ArArgs{}, DreamArgs{});
-  if (!options_or.ok()) return Fail(options_or.status());
+  if (!options_or.ok()) return FailWith(kWho, options_or.status());
   const DecodeOptions options = *std::move(options_or);
   auto mode = model.weight_mode();
-  if (!mode.ok()) return Fail(mode.status());
+  if (!mode.ok()) return FailWith(kWho, mode.status());
   auto backend = model.MakeBackend();
-  if (!backend.ok()) return Fail(backend.status());
+  if (!backend.ok()) return FailWith(kWho, backend.status());
   auto path_or = model.Path();
-  if (!path_or.ok()) return Fail(path_or.status());
+  if (!path_or.ok()) return FailWith(kWho, path_or.status());
   const std::string path = *path_or;
   auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
-  if (!loaded_or.ok()) return Fail(loaded_or.status());
+  if (!loaded_or.ok()) return FailWith(kWho, loaded_or.status());
   Engine engine;
   const size_t index = engine.AddModel(path, std::move(loaded_or).value());
   const LoadedModel& lm = engine.model(index);
@@ -86,14 +86,14 @@ int BenchCommand::Run() const {
     const bool ordinary = !lm.tokenizer->IsControl(id) || draw >= max_draws;
     if (ordinary && id != sp.mask) prompt.push_back(id);
     if (draw >= 2 * max_draws && prompt.empty()) {
-      return Fail(InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
+      return FailWith(kWho, InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
     }
   }
 
   if (!m.config().is_diffusion()) return RunArBench(*this, engine, index, path, prompt);
   // The decoder `serve` would run for these flags (the factory settles them), checked once.
   auto first = engine.MakeDecoder(index, prompt, options);
-  if (!first.ok()) return Fail(first.status());
+  if (!first.ok()) return FailWith(kWho, first.status());
   const int64_t gen_length = static_cast<int64_t>(first->decoder->generated().size());
   DiffusionParams params = first->diffusion;
   if (first->kind == DecoderKind::kDream) {  // one block, Dream's steps
@@ -110,19 +110,19 @@ int BenchCommand::Run() const {
     ModelArgs args = model;
     args.blas = blas;
     auto row_backend = args.MakeBackend();
-    if (!row_backend.ok()) return Fail(row_backend.status());
+    if (!row_backend.ok()) return FailWith(kWho, row_backend.status());
     Row row;
     row.blas = blas;
     row.backend = (*row_backend)->Describe();
     auto peak = MeasureGemmPeakGflops(**row_backend);
-    if (!peak.ok()) return Fail(peak.status());
+    if (!peak.ok()) return FailWith(kWho, peak.status());
     row.gemm_peak = *peak;
     std::vector<double> tps, gflops, per_nfe;
     StepBuffers buffers;
     ProgressLine progress("bench " + blas);
     for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
       auto dec = engine.MakeDecoder(index, prompt, options);
-      if (!dec.ok()) return Fail(dec.status());
+      if (!dec.ok()) return FailWith(kWho, dec.status());
       auto on_step = [&](const Decoder& d, const DecodeStep&) {
         int64_t masked = 0;
         for (int32_t t : d.generated()) masked += t == d.mask_id();
@@ -133,7 +133,7 @@ int BenchCommand::Run() const {
       };
       Decoder* const one[1] = {dec->decoder.get()};
       auto stats = engine.Run(index, one, on_step, &buffers);
-      if (!stats.ok()) return Fail(stats.status());
+      if (!stats.ok()) return FailWith(kWho, stats.status());
       if (r == 0) continue;
       tps.push_back(stats->tokens_per_second());
       gflops.push_back(stats->gflops_per_second());

@@ -16,10 +16,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask convert", s.message());
-  return 1;
-}
+constexpr const char* kWho = "unmask convert";
 
 // True when `a` and `b` name the same existing file.
 bool SameFile(const std::string& a, const std::string& b) {
@@ -114,15 +111,15 @@ void ConvertCommand::AddTo(CLI::App& app) {
 int ConvertCommand::Run() const {
   const auto start = std::chrono::steady_clock::now();
   auto checkpoint_or = llama2c::Checkpoint::Open(llama2c);
-  if (!checkpoint_or.ok()) return Fail(checkpoint_or.status());
+  if (!checkpoint_or.ok()) return FailWith(kWho, checkpoint_or.status());
   const llama2c::Checkpoint& checkpoint = **checkpoint_or;
   const llama2c::Config& c = checkpoint.config();
   auto vocab = llama2c::ReadTokenizer(tokenizer, c.vocab_size);
-  if (!vocab.ok()) return Fail(vocab.status());
+  if (!vocab.ok()) return FailWith(kWho, vocab.status());
   // The checkpoint is memory-mapped: writing over it would pull the data from under the writer.
   for (const std::string* input : {&llama2c, &tokenizer}) {
     if (SameFile(output, *input)) {
-      return Fail(InvalidArgumentError("the output " + output + " is the input " + *input +
+      return FailWith(kWho, InvalidArgumentError("the output " + output + " is the input " + *input +
                                        "; choose another -o"));
     }
   }
@@ -131,13 +128,13 @@ int ConvertCommand::Run() const {
   options.name = name;
   options.context_length = context_length;
   gguf::GgufWriter writer;
-  if (Status s = llama2c::BuildGguf(checkpoint, *vocab, options, &writer); !s.ok()) return Fail(s);
+  if (Status s = llama2c::BuildGguf(checkpoint, *vocab, options, &writer); !s.ok()) return FailWith(kWho, s);
   Status written;
   {
     WriteProgress progress(output, OutputBytes(checkpoint.layout(), *vocab));
     written = writer.WriteFile(output);
   }
-  if (!written.ok()) return Fail(written);
+  if (!written.ok()) return FailWith(kWho, written);
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

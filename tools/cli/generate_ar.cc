@@ -19,7 +19,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) { return FailWith("unmask generate", s); }
+constexpr const char* kWho = "unmask generate";
 
 // The drafter's model and tokenizer must agree with the target's on every token.
 Status CheckSameVocabulary(const Tokenizer& target, const Tokenizer& draft, int64_t target_vocab,
@@ -55,15 +55,15 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
   bool draft_is_diffusion = false;
   if (!cmd.ar.draft_model.empty()) {
     auto mode = cmd.model.weight_mode();
-    if (!mode.ok()) return Fail(mode.status());
+    if (!mode.ok()) return FailWith(kWho, mode.status());
     auto d = LoadModelWithProgress(cmd.ar.draft_model, *mode, loaded.backend);
-    if (!d.ok()) return Fail(d.status().WithContext("--draft-model"));
+    if (!d.ok()) return FailWith(kWho, d.status().WithContext("--draft-model"));
     draft_loaded = std::move(d).value();
     draft_is_diffusion = draft_loaded.model->config().is_diffusion();
     if (Status s = CheckSameVocabulary(tok, *draft_loaded.tokenizer, m.config().vocab_size,
                                        draft_loaded.model->config().vocab_size);
         !s.ok()) {
-      return Fail(s.WithContext("--draft-model " + cmd.ar.draft_model));
+      return FailWith(kWho, s.WithContext("--draft-model " + cmd.ar.draft_model));
     }
   }
   const std::string spec = cmd.ar.SpecMode(draft_is_diffusion);
@@ -71,11 +71,11 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     options.speculative_lookup = true;
   } else if (spec == "draft" || spec == "diffusion") {
     if (!draft_loaded.model) {
-      return Fail(InvalidArgumentError("--spec " + spec + " needs --draft-model FILE.gguf"));
+      return FailWith(kWho, InvalidArgumentError("--spec " + spec + " needs --draft-model FILE.gguf"));
     }
     if (spec == "draft") {
       auto d = MakeModelDrafter(draft_loaded.model.get(), {cmd.ar.draft_p_min});
-      if (!d.ok()) return Fail(d.status().WithContext("--spec draft"));
+      if (!d.ok()) return FailWith(kWho, d.status().WithContext("--spec draft"));
       drafter = std::move(d).value();
     } else {
       DiffusionDrafterParams dp;
@@ -83,7 +83,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
       dp.steps = cmd.ar.draft_steps;
       dp.p_min = cmd.ar.draft_p_min;
       auto d = MakeDiffusionDrafter(draft_loaded.model.get(), dp);
-      if (!d.ok()) return Fail(d.status().WithContext("--spec diffusion"));
+      if (!d.ok()) return FailWith(kWho, d.status().WithContext("--spec diffusion"));
       drafter = std::move(d).value();
     }
     options.drafter = drafter.get();
@@ -99,7 +99,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                           "; generate fewer (-n) or use --n-predict -1 to stop when the context "
                           "is full");
     }
-    return Fail(s);
+    return FailWith(kWho, s);
   }
   const ArParams& params = built->ar;
   const ArDecoder& dec = static_cast<const ArDecoder&>(*built->decoder);
@@ -146,7 +146,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
   };
   Decoder* const one[1] = {built->decoder.get()};
   auto stats_or = run.engine.Run(run.index, one, on_step);
-  if (!stats_or.ok()) return Fail(stats_or.status());
+  if (!stats_or.ok()) return FailWith(kWho, stats_or.status());
   const GenerationStats& st = *stats_or;
   const DrafterStats& drafter_stats = st.drafter;
   const std::string finish(ArFinishName(dec.finish()));

@@ -11,7 +11,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) { return FailWith("unmask generate", s); }
+constexpr const char* kWho = "unmask generate";
 
 // Parses "1,2,3" (spaces allowed). InvalidArgument naming the bad item.
 StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
@@ -68,26 +68,26 @@ int GenerateCommand::Run() const {
   const bool prompt_given = !prompt.empty() || (prompt_opt != nullptr && prompt_opt->count() > 0);
   const CLI::Option* ids_opt = cli != nullptr ? cli->get_option_no_throw("--prompt-ids") : nullptr;
   if (ids_opt != nullptr && ids_opt->count() > 0 && prompt_ids.empty()) {
-    return Fail(InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
+    return FailWith(kWho, InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
   }
   if (!prompt_given && prompt_ids.empty()) {
-    return Fail(InvalidArgumentError(
+    return FailWith(kWho, InvalidArgumentError(
         "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));
   }
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
-  if (!options_or.ok()) return Fail(options_or.status());
+  if (!options_or.ok()) return FailWith(kWho, options_or.status());
   DecodeOptions options = *std::move(options_or);
   auto backend = model.MakeBackend();
-  if (!backend.ok()) return Fail(backend.status());
+  if (!backend.ok()) return FailWith(kWho, backend.status());
   auto mode = model.weight_mode();
-  if (!mode.ok()) return Fail(mode.status());
+  if (!mode.ok()) return FailWith(kWho, mode.status());
 
   const auto load_start = std::chrono::steady_clock::now();
   auto path_or = model.Path();
-  if (!path_or.ok()) return Fail(path_or.status());
+  if (!path_or.ok()) return FailWith(kWho, path_or.status());
   const std::string path = *path_or;
   auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
-  if (!loaded_or.ok()) return Fail(loaded_or.status());
+  if (!loaded_or.ok()) return FailWith(kWho, loaded_or.status());
   Engine engine;
   const size_t index = engine.AddModel(path, std::move(loaded_or).value());
   const LoadedModel& loaded = engine.model(index);
@@ -101,13 +101,13 @@ int GenerateCommand::Run() const {
     const bool is_diffusion = m.config().is_diffusion();
     for (const char* name : {"--stop", "--ignore-eos"}) {
       if (is_diffusion && FlagGiven(cli, name)) {
-        return Fail(InvalidArgumentError(std::string(name) + " applies to autoregressive models; " +
+        return FailWith(kWho, InvalidArgumentError(std::string(name) + " applies to autoregressive models; " +
                                          path + " is a diffusion model (" +
                                          m.config().architecture + ")"));
       }
     }
     if (!is_diffusion && FlagGiven(cli, "--visual")) {
-      return Fail(InvalidArgumentError("--visual applies to diffusion models; " + path +
+      return FailWith(kWho, InvalidArgumentError("--visual applies to diffusion models; " + path +
                                        " is an autoregressive model (" + m.config().architecture +
                                        ")"));
     }
@@ -119,12 +119,12 @@ int GenerateCommand::Run() const {
   bool used_chat = false;
   if (!prompt_ids.empty()) {
     auto parsed = ParseIds(prompt_ids);
-    if (!parsed.ok()) return Fail(parsed.status());
+    if (!parsed.ok()) return FailWith(kWho, parsed.status());
     ids = *std::move(parsed);
   } else {
     const bool has_template = !tok.chat_template().empty();
     if (chat && !has_template) {
-      return Fail(
+      return FailWith(kWho, 
           FailedPreconditionError("--chat: the model has no chat template "
                                   "(tokenizer.chat_template); use --no-chat"));
     }
@@ -133,7 +133,7 @@ int GenerateCommand::Run() const {
     if (used_chat) {
       const ChatMessage msg{"user", prompt};
       auto rendered = tok.ApplyChatTemplate(std::span<const ChatMessage>(&msg, 1), true);
-      if (!rendered.ok()) return Fail(rendered.status().WithContext("chat template"));
+      if (!rendered.ok()) return FailWith(kWho, rendered.status().WithContext("chat template"));
       text = *std::move(rendered);
     }
     // The template writes BOS itself when the model wants one; do not add a second.
@@ -143,12 +143,12 @@ int GenerateCommand::Run() const {
     // The user's text must reach the model: a vocabulary that cannot encode it would otherwise
     // leave only the chat template.
     if (ids.empty()) {
-      return Fail(InvalidArgumentError(
+      return FailWith(kWho, InvalidArgumentError(
           "the prompt is empty and this model's tokenizer adds no BOS token "
           "(tokenizer.ggml.add_bos_token), so there is nothing to generate from"));
     }
     if (!prompt.empty() && tok.Encode(prompt, false, false).empty()) {
-      return Fail(
+      return FailWith(kWho, 
           InvalidArgumentError("the prompt text produced no tokens with this model's "
                                "vocabulary"));
     }
@@ -156,7 +156,7 @@ int GenerateCommand::Run() const {
     // as part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
     for (int32_t id : ids) {
       if (m.config().is_diffusion() && id == tok.special().mask) {
-        return Fail(InvalidArgumentError(
+        return FailWith(kWho, InvalidArgumentError(
             "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
             "'; use --prompt-ids to place mask tokens in the prompt on purpose"));
       }

@@ -17,7 +17,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) { return FailWith("unmask generate", s); }
+constexpr const char* kWho = "unmask generate";
 
 // The generated part of the canvas for --visual: masks dimmed, special tokens dimmed by name.
 // Each piece is decoded as a continuation (a SentencePiece word keeps its leading space).
@@ -91,7 +91,7 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   const LoadedModel& loaded = run.engine.model(run.index);
   const Tokenizer& tok = *loaded.tokenizer;
   auto built = run.engine.MakeDecoder(run.index, run.ids, options);
-  if (!built.ok()) return Fail(built.status());
+  if (!built.ok()) return FailWith(kWho, built.status());
   const int64_t gen_length = static_cast<int64_t>(built->decoder->generated().size());
   const int64_t blocks = built->kind == DecoderKind::kDiffusion ? built->diffusion.num_blocks() : 1;
   const int64_t steps =
@@ -130,7 +130,7 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   Decoder* const one[1] = {built->decoder.get()};
   auto stats_or = run.engine.Run(run.index, one, on_step);
   progress.Finish();
-  if (!stats_or.ok()) return Fail(stats_or.status());
+  if (!stats_or.ok()) return FailWith(kWho, stats_or.status());
   const auto output = built->decoder->generated();
   return PrintDiffusionResult(loaded, run.path, run.ids, output, *stats_or, run.load_ms,
                               run.tokenize_ms,

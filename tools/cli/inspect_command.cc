@@ -11,10 +11,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask inspect", s.message());
-  return 1;
-}
+constexpr const char* kWho = "unmask inspect";
 
 std::string Human(double n) {
   const char* units[] = {"", "K", "M", "B", "T"};
@@ -46,7 +43,7 @@ void InspectCommand::AddTo(CLI::App& app) {
 
 int InspectCommand::Run() const {
   auto file_or = gguf::GgufFile::Open(path);
-  if (!file_or.ok()) return Fail(file_or.status());
+  if (!file_or.ok()) return FailWith(kWho, file_or.status());
   const gguf::GgufFile& f = **file_or;
   std::printf("file: %s\n  GGUF v%u, %zu metadata keys, %zu tensors, %.1f MiB, alignment %llu\n",
               path.c_str(), f.version(), f.metadata().size(), f.tensors().size(),

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli_util.h"
+#include "common/model_args.h"
 #include "common/hardware_table.h"
 #include "common/plan_report.h"
 #include "decode/decoder_factory.h"
@@ -16,10 +17,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask plan", s.message());
-  return 1;
-}
+constexpr const char* kWho = "unmask plan";
 
 // A preset id or a GGUF file (its hyper-parameters only; no weights are read).
 StatusOr<PlanModel> ResolveModel(const std::string& spec) {
@@ -53,9 +51,7 @@ void PlanCommand::AddTo(CLI::App& app) {
   app.add_option("--prompt-length", prompt_length, "prompt tokens per request")
       ->check(IntegerIn(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("-n,--gen-length", gen_length, "output tokens per request")
-      ->check(IntegerIn(1, 1 << 20))
-      ->capture_default_str();
+  AddGenLengthFlag(app, &gen_length);
   app.add_option("--batch", batches, "batch sizes (concurrent requests), ascending")
       ->delimiter(',')
       ->check(IntegerIn(1, 1 << 16))
@@ -68,9 +64,7 @@ void PlanCommand::AddTo(CLI::App& app) {
                  "USD per hour of the machine (0: the table's typical price)")
       ->check(FiniteIn(0, 1e6))
       ->capture_default_str();
-  app.add_option("--block-length", block_length, "diffusion block length N")
-      ->check(IntegerIn(1, 1 << 16))
-      ->capture_default_str();
+  AddBlockLengthFlag(app, &block_length);
   app.add_option("--fast-tokens-per-forward", fast_tokens_per_forward,
                  "tokens committed per forward by diffusion-fast (Fast-dLLM parallel decoding; "
                  "measure yours with unmask bench arena; at most the block length)")
@@ -98,7 +92,7 @@ void PlanCommand::AddTo(CLI::App& app) {
 
 int PlanCommand::Run() const {
   auto table = LoadHardwareTable(hardware_file);
-  if (!table.ok()) return Fail(table.status());
+  if (!table.ok()) return FailWith(kWho, table.status());
   std::vector<plan::Hardware> hws;
   const bool all = std::find(hardware.begin(), hardware.end(), "all") != hardware.end();
   for (const std::string& id : hardware) {
@@ -107,40 +101,40 @@ int PlanCommand::Run() const {
       break;
     }
     auto hw = plan::FindHardware(*table, id);
-    if (!hw.ok()) return Fail(hw.status());
+    if (!hw.ok()) return FailWith(kWho, hw.status());
     if (std::count(hardware.begin(), hardware.end(), id) > 1) {
-      return Fail(InvalidArgumentError("--hardware: '" + id + "' is listed twice"));
+      return FailWith(kWho, InvalidArgumentError("--hardware: '" + id + "' is listed twice"));
     }
     hws.push_back(*hw);
   }
-  if (hws.empty()) return Fail(InvalidArgumentError("--hardware: no hardware given"));
+  if (hws.empty()) return FailWith(kWho, InvalidArgumentError("--hardware: no hardware given"));
   for (size_t i = 1; i < batches.size(); ++i) {
     if (batches[i] <= batches[i - 1]) {
-      return Fail(InvalidArgumentError("--batch: sizes must be ascending"));
+      return FailWith(kWho, InvalidArgumentError("--batch: sizes must be ascending"));
     }
   }
-  if (batches.empty()) return Fail(InvalidArgumentError("--batch: no batch size given"));
+  if (batches.empty()) return FailWith(kWho, InvalidArgumentError("--batch: no batch size given"));
 
   PlanInputs in;
   for (const std::string& spec : models) {
     if (std::count(models.begin(), models.end(), spec) > 1) {
-      return Fail(InvalidArgumentError("--model: '" + spec + "' is listed twice"));
+      return FailWith(kWho, InvalidArgumentError("--model: '" + spec + "' is listed twice"));
     }
     auto m = ResolveModel(spec);
-    if (!m.ok()) return Fail(m.status());
+    if (!m.ok()) return FailWith(kWho, m.status());
     PlanModel& slot = m->config.is_diffusion() ? in.diffusion : in.ar;
     if (!slot.name.empty()) {
-      return Fail(InvalidArgumentError("--model: give at most one diffusion and one AR model (" +
+      return FailWith(kWho, InvalidArgumentError("--model: give at most one diffusion and one AR model (" +
                                        slot.name + " and " + m->name + ")"));
     }
     slot = *m;
   }
   if (in.diffusion.name.empty() && in.ar.name.empty()) {
-    return Fail(InvalidArgumentError("--model: no model given"));
+    return FailWith(kWho, InvalidArgumentError("--model: no model given"));
   }
   CompleteModelPair(in);
   if (block_length > gen_length) {
-    return Fail(InvalidArgumentError("--block-length " + std::to_string(block_length) +
+    return FailWith(kWho, InvalidArgumentError("--block-length " + std::to_string(block_length) +
                                      " is longer than the output (-n " +
                                      std::to_string(gen_length) + ")"));
   }
@@ -149,7 +143,7 @@ int PlanCommand::Run() const {
   for (const PlanModel* m : {&in.diffusion, &in.ar}) {
     const int64_t need = prompt_length + (m->config.is_diffusion() ? canvas : gen_length);
     if (need > m->config.context_length) {
-      return Fail(OutOfRangeError(m->name + ": prompt " + std::to_string(prompt_length) +
+      return FailWith(kWho, OutOfRangeError(m->name + ": prompt " + std::to_string(prompt_length) +
                                   " + output " + std::to_string(need - prompt_length) +
                                   " tokens exceed its context of " +
                                   std::to_string(m->config.context_length) + " tokens"));
@@ -161,7 +155,7 @@ int PlanCommand::Run() const {
   in.engines =
       DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max, tokens_per_verify);
   for (const plan::EngineSpec& e : in.engines) {
-    if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return Fail(s);
+    if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return FailWith(kWho, s);
   }
 
   nlohmann::json out_json = {{"assumptions", nlohmann::json::array()},
@@ -176,7 +170,7 @@ int PlanCommand::Run() const {
     std::error_code ec;
     std::filesystem::create_directories(svg_dir, ec);
     if (ec) {
-      return Fail(InvalidArgumentError("--svg " + svg_dir + ": cannot create the folder (" +
+      return FailWith(kWho, InvalidArgumentError("--svg " + svg_dir + ": cannot create the folder (" +
                                        ec.message() + ")"));
     }
   }
@@ -187,10 +181,10 @@ int PlanCommand::Run() const {
         std::printf("\n## %s: skipped (%s)\n", hw.id.c_str(), rates.status().message().c_str());
       continue;
     }
-    if (!rates.ok()) return Fail(rates.status());
+    if (!rates.ok()) return FailWith(kWho, rates.status());
     const double price = price_per_hour > 0 ? price_per_hour : hw.price.typical;
     auto report = ProjectPlan(in, *rates);
-    if (!report.ok()) return Fail(report.status());
+    if (!report.ok()) return FailWith(kWho, report.status());
     if (output == "md") {
       PrintPlanMarkdown(hw, *rates, dtype, price, price_per_hour > 0, in, *report);
     } else {
@@ -198,7 +192,7 @@ int PlanCommand::Run() const {
     }
     if (!svg_dir.empty()) {
       const std::string path = svg_dir + "/plan-" + hw.id + ".svg";
-      if (Status s = WriteSvg(PlanPlot(hw, dtype, in, *report), path); !s.ok()) return Fail(s);
+      if (Status s = WriteSvg(PlanPlot(hw, dtype, in, *report), path); !s.ok()) return FailWith(kWho, s);
       std::fprintf(stderr, "wrote %s\n", path.c_str());
     }
   }

@@ -13,10 +13,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask tokenize", s.message());
-  return 1;
-}
+constexpr const char* kWho = "unmask tokenize";
 
 }  // namespace
 
@@ -38,26 +35,26 @@ void TokenizeCommand::AddTo(CLI::App& app) {
 
 int TokenizeCommand::Run() const {
   if (prompt.empty() && file.empty()) {
-    return Fail(InvalidArgumentError("nothing to tokenize: give -p TEXT or -f FILE"));
+    return FailWith(kWho, InvalidArgumentError("nothing to tokenize: give -p TEXT or -f FILE"));
   }
   std::string text = prompt;
   if (!file.empty()) {
     std::error_code ec;
     if (std::filesystem::is_directory(file, ec)) {
-      return Fail(InvalidArgumentError("-f " + file + " is a directory, not a text file"));
+      return FailWith(kWho, InvalidArgumentError("-f " + file + " is a directory, not a text file"));
     }
     std::ifstream in(file, std::ios::binary);
-    if (!in) return Fail(NotFoundError("cannot read " + file));
+    if (!in) return FailWith(kWho, NotFoundError("cannot read " + file));
     std::ostringstream ss;
     ss << in.rdbuf();
     text = ss.str();
   }
   auto path = model.Path();
-  if (!path.ok()) return Fail(path.status());
+  if (!path.ok()) return FailWith(kWho, path.status());
   auto f = gguf::GgufFile::Open(*path);
-  if (!f.ok()) return Fail(f.status());
+  if (!f.ok()) return FailWith(kWho, f.status());
   auto tok = Tokenizer::FromGguf(**f);
-  if (!tok.ok()) return Fail(tok.status());
+  if (!tok.ok()) return FailWith(kWho, tok.status());
   const std::vector<int32_t> ids = (*tok)->Encode(text, !no_bos, parse_special);
   if (json) {
     nlohmann::json j;

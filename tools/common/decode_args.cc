@@ -25,13 +25,19 @@ StatusOr<DecodeOptions> DecodeOptionsFromFlags(const CLI::App& app, const Diffus
   o.lookup_ngram_max = ar.lookup_ngram_max;
   o.refuse_unused = true;
   o.round_canvas = false;  // -n is gen_length: a multiple of --block-length (LLaDA's generate)
+  o.given = GivenFlags(app);
+  return o;
+}
+
+std::vector<GivenParam> GivenFlags(const CLI::App& app) {
+  std::vector<GivenParam> given;
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->count() == 0 || opt->get_lnames().empty()) continue;
     std::string name = opt->get_lnames().front();
     std::replace(name.begin(), name.end(), '-', '_');
-    o.given.push_back({name, "--" + opt->get_lnames().front()});
+    given.push_back({name, "--" + opt->get_lnames().front()});
   }
-  return o;
+  return given;
 }
 
 }  // namespace unmask::tools

@@ -19,6 +19,9 @@ namespace unmask::tools {
 StatusOr<DecodeOptions> DecodeOptionsFromFlags(const CLI::App& app, const DiffusionArgs& diffusion,
                                                const ArArgs& ar, const DreamArgs& dream);
 
+// The flags given on `app`, named as request fields (--top-k -> top_k), labelled as written.
+std::vector<GivenParam> GivenFlags(const CLI::App& app);
+
 // True when the flag named `name` ("--top-k") was given on `app`.
 bool FlagGiven(const CLI::App* app, const char* name);
 

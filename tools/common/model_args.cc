@@ -18,20 +18,45 @@ void ModelArgs::AddTo(CLI::App& app) {
   model_option = app.add_option("-m,--model", model,
                                 "GGUF model file (default: the repository's default model)")
                      ->type_name("PATH");
-  app.add_option("-t,--threads", threads, "CPU threads (0 = all hardware threads)")
+  AddBackendFlags(app, &threads, &blas, &weights);
+}
+
+CLI::Option* AddThreadsFlag(CLI::App& app, int* threads) {
+  return app.add_option("-t,--threads", *threads, "CPU threads (0 = all hardware threads)")
       ->check(IntegerIn(0, kMaxThreads))
       ->capture_default_str();
-  app.add_option("--blas", blas,
+}
+
+void AddBackendFlags(CLI::App& app, int* threads, std::string* blas, std::string* weights) {
+  AddThreadsFlag(app, threads);
+  app.add_option("--blas", *blas,
                  "GEMM library: onednn (prepacked weights, fastest) or openblas (core type "
                  "fixed automatically when Debian's build misdetects the CPU)")
       ->check(CLI::IsMember({"onednn", "openblas"}))
       ->capture_default_str();
-  app.add_option("--weights", weights,
+  app.add_option("--weights", *weights,
                  "weight storage: f32 (dequantize and prepack once: fastest for many positions "
                  "per forward, 4 bytes/param), native (keep the file's dtype, dequantize on the "
                  "fly: fastest for one position per forward), auto (AR models: native; "
                  "diffusion models: f32 when it fits in half of RAM)")
       ->check(CLI::IsMember({"auto", "f32", "native"}))
+      ->capture_default_str();
+}
+
+CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length) {
+  return app.add_option("-n,--gen-length", *gen_length,
+                        "tokens to generate after the prompt (a request's max_tokens)")
+      ->check(IntegerIn(1, kMaxLength))
+      ->capture_default_str();
+}
+
+CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length) {
+  return app.add_option("--block-length", *block_length,
+                        "diffusion: semi-autoregressive block size (== gen_length: one block, "
+                        "pure diffusion). generate and bench: must divide gen_length, as in "
+                        "LLaDA's generate; serve and the arena round max_tokens up to whole "
+                        "blocks (a shorter max_tokens shrinks it in serve)")
+      ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
 }
 
@@ -63,34 +88,31 @@ StatusOr<WeightMode> ModelArgs::weight_mode() const {
   return InvalidArgumentError("--weights must be auto, f32 or native, got '" + weights + "'");
 }
 
-void DiffusionArgs::AddTo(CLI::App& app) {
-  app.add_option("-n,--gen-length", params.gen_length, "tokens to generate after the prompt")
-      ->check(IntegerIn(1, kMaxLength))
-      ->capture_default_str();
-  steps_option =
-      app.add_option("--steps", params.steps,
-                     "denoising steps (forward passes) in total (default: gen_length up to 128, "
-                     "else 128 rounded down to a multiple of the block count); must be divisible "
-                     "by gen_length / block_length. steps == "
-                     "gen_length commits one token per step; more steps than masked tokens run "
-                     "forwards that commit nothing (as the LLaDA reference does)")
-          ->check(IntegerIn(1, kMaxLength))
-          ->capture_default_str();
-  app.add_option("--block-length", params.block_length,
-                 "semi-autoregressive block size; gen_length is rounded up to a multiple of it "
-                 "and the output cut back to gen_length (== gen_length: one block, pure "
-                 "diffusion)")
-      ->check(IntegerIn(1, kMaxLength))
-      ->capture_default_str();
+void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
+  if (request_flags) {
+    AddGenLengthFlag(app, &params.gen_length);
+    steps_option =
+        app.add_option("--steps", params.steps,
+                       "denoising steps (forward passes) in total (default: gen_length up to 128, "
+                       "else 128 rounded down to a multiple of the block count); must be "
+                       "divisible by gen_length / block_length. steps == gen_length commits one "
+                       "token per step; more steps than masked tokens run forwards that commit "
+                       "nothing (as the LLaDA reference does)")
+            ->check(IntegerIn(1, kMaxLength))
+            ->capture_default_str();
+  }
+  AddBlockLengthFlag(app, &params.block_length);
   app.add_option("--remasking", remasking,
                  "which masked positions are committed each step: low_confidence (highest "
                  "probability first) or random")
       ->check(CLI::IsMember({"low_confidence", "random"}))
       ->capture_default_str();
+  if (request_flags) {
   app.add_option("--temperature", params.temperature,
                  "0 = argmax (deterministic); > 0 = Gumbel-max sampling in float64")
       ->check(FiniteAtLeast(0))
       ->capture_default_str();
+  }
   app.add_option("--cfg-scale", params.cfg_scale,
                  "classifier-free guidance scale (0 = off; > 0 doubles the work per step)")
       ->check(FiniteAtLeast(0))
@@ -100,9 +122,11 @@ void DiffusionArgs::AddTo(CLI::App& app) {
   app.add_flag("--confidence-eos-eot-inf", params.confidence_eos_eot_inf,
                "commit EOS/EOT predictions last (their confidence is 0; LLaDA reference quirk "
                "reproduced: at temperature > 0 only EOT is affected)");
+  if (request_flags) {
   app.add_option("-s,--seed", params.seed, "random seed (temperature > 0, random remasking)")
       ->check(Unsigned64())
       ->capture_default_str();
+  }
 
   const char* group = "Fast diffusion decoding (defaults: the exact reference)";
   app.add_option("--cache", cache,
@@ -113,18 +137,18 @@ void DiffusionArgs::AddTo(CLI::App& app) {
       ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}))
       ->capture_default_str()
       ->group(group);
-  look_options.push_back(
+  
       app.add_option("--prefix-look", params.prefix_look,
                      "vicinity cache: positions before the block recomputed each step")
           ->check(IntegerIn(0, kMaxLength))
           ->capture_default_str()
-          ->group(group));
-  look_options.push_back(
+          ->group(group);
+  
       app.add_option("--after-look", params.after_look,
                      "vicinity cache: positions after the block recomputed each step")
           ->check(IntegerIn(0, kMaxLength))
           ->capture_default_str()
-          ->group(group));
+          ->group(group);
   app.add_option("--commit", commit,
                  "which masked tokens a step commits: fixed (LLaDA schedule, --steps), threshold "
                  "(top-1 + all with confidence >= --threshold; Fast-dLLM), factor (Fast-dLLM "
@@ -135,40 +159,39 @@ void DiffusionArgs::AddTo(CLI::App& app) {
                  "--factor, --low-threshold]")
       ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}))
       ->group(group);
-  threshold_option = app.add_option("--threshold", params.threshold,
+  app.add_option("--threshold", params.threshold,
                                     "confidence threshold tau in (0, 1] (threshold, hierarchy, "
                                     "credit); Fast-dLLM's default 0.9")
                          ->check(CLI::Range(1e-9, 1.0))
                          ->capture_default_str()
                          ->group(group);
-  factor_option = app.add_option("--factor", params.factor,
+  app.add_option("--factor", params.factor,
                                  "factor rule: commit the largest n with (n + 1)(1 - c_n) <= "
                                  "factor over the sorted confidences c")
                       ->check(FiniteAtLeast(1e-9))
                       ->capture_default_str()
                       ->group(group);
-  low_threshold_option =
-      app.add_option("--low-threshold", params.low_threshold,
+  app.add_option("--low-threshold", params.low_threshold,
                      "hierarchy rule: a masked run's best token needs confidence above this")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str()
           ->group(group);
-  credit_options.push_back(
+  
       app.add_option("--credit-alpha", params.credit_alpha,
                      "credit rule: fused logits = logits + alpha * log(1 + credit)")
           ->check(FiniteAtLeast(0))
           ->capture_default_str()
-          ->group(group));
-  credit_options.push_back(
+          ->group(group);
+  
       app.add_option("--credit-beta", params.credit_beta, "credit rule: credit decay per step")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str()
-          ->group(group));
-  credit_options.push_back(app.add_option("--credit-gamma", params.credit_gamma,
+          ->group(group);
+  app.add_option("--credit-gamma", params.credit_gamma,
                                           "credit rule: credit gained = p_top1 ^ gamma")
                                ->check(FiniteAtLeast(0))
                                ->capture_default_str()
-                               ->group(group));
+                               ->group(group);
   app.add_flag("--early-stop", params.early_stop,
                "stop after the first finished block that contains EOS; the rest of the canvas "
                "becomes EOS (dInfer)")

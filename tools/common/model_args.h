@@ -20,6 +20,13 @@ std::string DefaultModelPath();
 inline constexpr int64_t kMaxThreads = 1024;
 inline constexpr int64_t kMaxLength = int64_t{1} << 24;  // gen_length, steps, block_length, ...
 
+// The shared flags, each declared once (one name, help and check) for every command that takes
+// it; the default is the value the pointed-to field holds.
+CLI::Option* AddThreadsFlag(CLI::App& app, int* threads);  // -t
+void AddBackendFlags(CLI::App& app, int* threads, std::string* blas, std::string* weights);
+CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length);  // -n
+CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length);
+
 // Model file and backend flags.
 struct ModelArgs {
   std::string model;                    // -m
@@ -46,13 +53,10 @@ struct DiffusionArgs {
   std::string cache = "none";
   std::string commit;  // "" = fixed, or implied by --threshold / --factor / --low-threshold
   CLI::Option* steps_option = nullptr;
-  CLI::Option* threshold_option = nullptr;
-  CLI::Option* factor_option = nullptr;
-  CLI::Option* low_threshold_option = nullptr;
-  std::vector<CLI::Option*> credit_options;  // --credit-alpha/beta/gamma
-  std::vector<CLI::Option*> look_options;    // --prefix-look/--after-look
 
-  void AddTo(CLI::App& app);
+  // request_flags: also -n, --steps, --temperature and --seed (serve takes the decoder flags only:
+  // its requests carry the rest).
+  void AddTo(CLI::App& app, bool request_flags = true);
   // params with the remasking, cache and commit names resolved and, without --steps, steps = 0
   // (the factory's default). Which rule --threshold / --factor / --low-threshold imply without
   // --commit, and which flags a rule does not use, is settled by the decoder factory

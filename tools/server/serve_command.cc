@@ -11,11 +11,13 @@
 
 #include "common/cli_util.h"
 #include "common/model_args.h"
+#include "common/decode_args.h"
 #include "decode/decoder_factory.h"
 
 namespace unmask::tools {
 
 void ServeCommand::AddTo(CLI::App& app) {
+  cli = &app;
   app.option_defaults()->always_capture_default();
   app.add_option("-m,--model", models,
                  "GGUF model to serve (repeat for several: a diffusion model and an AR model "
@@ -25,14 +27,7 @@ void ServeCommand::AddTo(CLI::App& app) {
   app.add_option("--host", host, "address to listen on (0.0.0.0: every interface)");
   app.add_option("--port", port, "TCP port (0: any free port; the chosen one is printed)")
       ->check(CLI::Range(0, 65535));
-  app.add_option("-t,--threads", threads, "CPU threads for the forward passes (0 = all)")
-      ->check(CLI::Range(0, static_cast<int>(kMaxThreads)));
-  app.add_option("--blas", blas, "GEMM library: onednn or openblas")
-      ->check(CLI::IsMember({"onednn", "openblas"}));
-  app.add_option("--weights", weights,
-                 "weight storage: auto, f32 or native (as in generate: auto keeps AR models in "
-                 "the file's dtype and prepacks diffusion models to f32 when they fit)")
-      ->check(CLI::IsMember({"auto", "f32", "native"}));
+  AddBackendFlags(app, &backend.threads, &backend.blas, &backend.weights);
   app.add_option("--max-batch", options.scheduler.max_batch,
                  "running requests per model (continuous batching for AR, batched denoising for "
                  "diffusion)")
@@ -56,70 +51,35 @@ void ServeCommand::AddTo(CLI::App& app) {
   app.add_flag("--spec-lookup", options.speculative_lookup,
                "AR models: prompt-lookup speculative decoding by default (a request's "
                "'speculative' field overrides)");
-  // Diffusion defaults (a request's fields override them; same meanings as unmask generate).
-  app.add_option("--block-length", options.diffusion.block_length,
-                 "diffusion: block length (a shorter max_tokens shrinks it)")
-      ->check(CLI::Range(int64_t{1}, kMaxLength));
-  app.add_option("--remasking", remasking, "diffusion: low_confidence or random")
-      ->check(CLI::IsMember({"low_confidence", "random"}));
-  app.add_option("--cache", cache, "diffusion: none (exact), prefix, dual or vicinity")
-      ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}));
-  commit_option =
-      app.add_option("--commit", commit,
-                     "diffusion: fixed (exact), threshold, factor, hierarchy, credit (--threshold "
-                     "alone implies "
-                     "threshold, --factor alone factor)")
-          ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}));
-  threshold_option =
-      app.add_option("--threshold", options.diffusion.threshold,
-                     "diffusion: confidence threshold of the threshold/hierarchy/credit rules")
-          ->check(CLI::Range(1e-9, 1.0));
-  factor_option =
-      app.add_option("--factor", options.diffusion.factor, "diffusion: factor rule parameter")
-          ->check(CLI::Range(1e-9, 1e6));
-  app.add_flag("--early-stop", options.diffusion.early_stop,
-               "diffusion: end at the first block holding EOS (dInfer)");
+  // Diffusion defaults (a request's fields override them; the flags of unmask generate).
+  diffusion.AddTo(app, /*request_flags=*/false);
 }
 
 int ServeCommand::Run() {
-  ModelArgs backend;
-  backend.threads = threads;
-  backend.blas = blas;
-  backend.weights = weights;
+  constexpr const char* kWho = "unmask serve";
   auto created = backend.MakeBackend();
-  if (!created.ok()) {
-    PrintError("unmask serve", created.status().message());
-    return 1;
-  }
+  if (!created.ok()) return FailWith(kWho, created.status());
   options.backend = *created;
   auto mode = backend.weight_mode();
-  if (!mode.ok()) {
-    PrintError("unmask serve", mode.status().message());
-    return 1;
-  }
+  if (!mode.ok()) return FailWith(kWho, mode.status());
   options.host = host;
   options.port = port;
   options.model_paths = models;
   options.aliases = aliases;
   options.weight_mode = *mode;
   options.request_timeout_s = request_timeout_s;
-  options.diffusion.remasking = *RemaskingFromName(remasking);
-  options.diffusion.cache = *CacheModeFromName(cache);
-  options.diffusion.commit = *CommitRuleFromName(commit);
   {
     // The server's defaults are settled as a request's are (--threshold alone implies the
     // threshold rule, --factor the factor rule; a parameter of another rule is an error).
     DecodeOptions o;
-    o.max_tokens = std::max<int64_t>(options.diffusion.block_length, 1);
-    o.diffusion = options.diffusion;
-    for (const CLI::Option* opt : {commit_option, threshold_option, factor_option}) {
-      if (opt->count() == 0) continue;
-      std::string name = opt->get_lnames().front();
-      std::replace(name.begin(), name.end(), '-', '_');
-      o.given.push_back({name, "--" + opt->get_lnames().front()});
-    }
+    auto named = diffusion.Resolve();
+    if (!named.ok()) return FailWith(kWho, named.status(), 2);
+    o.diffusion = *named;
+    o.max_tokens = std::max<int64_t>(o.diffusion.block_length, 1);
+    o.given = GivenFlags(*cli);
     auto settled = SettleDiffusionParams(o);
-    if (!settled.ok()) return FailWith("unmask serve", settled.status(), 2);
+    if (!settled.ok()) return FailWith(kWho, settled.status(), 2);
+    options.diffusion = *named;
     options.diffusion.commit = settled->commit;
   }
   if (aliases.size() > models.size()) {

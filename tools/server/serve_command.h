@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model_args.h"
 #include "server/server.h"
 
 namespace unmask::tools {
@@ -15,17 +16,11 @@ struct ServeCommand {
   std::vector<std::string> aliases;
   std::string host = "127.0.0.1";
   int port = 8080;
-  int threads = 0;
-  std::string blas = "onednn";
-  std::string weights = "auto";
+  ModelArgs backend;         // --threads, --blas, --weights (not -m: serve takes several)
+  DiffusionArgs diffusion;  // the diffusion decoder's default flags
   server::ServerOptions options;
-  std::string remasking = "low_confidence";
-  std::string cache = "none";
-  std::string commit = "fixed";
   double request_timeout_s = 600;
-  CLI::Option* commit_option = nullptr;
-  CLI::Option* threshold_option = nullptr;
-  CLI::Option* factor_option = nullptr;
+  CLI::App* cli = nullptr;  // set by AddTo: which flags the user gave
 
   void AddTo(CLI::App& app);
   int Run();  // exit code

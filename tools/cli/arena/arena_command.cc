@@ -23,10 +23,7 @@
 namespace unmask::tools {
 namespace {
 
-int Fail(const Status& s) {
-  PrintError("unmask bench arena", s.message());
-  return 1;
-}
+constexpr const char* kWho = "unmask bench arena";
 
 std::string Twin(const std::string& name) {
   return std::string(UNMASK_SOURCE_DIR) + "/models/" + name;
@@ -174,12 +171,8 @@ void ArenaCommand::AddTo(CLI::App& app) {
   app.add_option("--prompt-length", prompt_length, "prompt tokens (texts cut to this length)")
       ->check(IntegerIn(1, 1 << 16))
       ->capture_default_str();
-  app.add_option("-n,--gen-length", gen_length, "output tokens per request (max_tokens)")
-      ->check(IntegerIn(1, 1 << 16))
-      ->capture_default_str();
-  app.add_option("--block-length", block_length, "diffusion block length")
-      ->check(IntegerIn(1, 1 << 16))
-      ->capture_default_str();
+  AddGenLengthFlag(app, &gen_length);
+  AddBlockLengthFlag(app, &block_length);
   app.add_option("--min-requests", min_requests,
                  "requests per point at small batch sizes (a point runs max(batch, this))")
       ->check(IntegerIn(1, 1 << 16))
@@ -196,9 +189,7 @@ void ArenaCommand::AddTo(CLI::App& app) {
   app.add_option("--hardware-file", hardware_file, "hardware table instead of the built-in one");
   app.add_option("--out", out_dir, "folder for arena.json, arena.md and the SVG plots")
       ->capture_default_str();
-  app.add_option("-t,--threads", threads, "CPU threads (0 = all hardware threads)")
-      ->check(IntegerIn(0, kMaxThreads))
-      ->capture_default_str();
+  AddThreadsFlag(app, &threads);
   app.add_flag("--no-quality", no_quality, "skip the judge perplexity");
 }
 
@@ -208,21 +199,21 @@ int ArenaCommand::Run() const {
   std::vector<ArenaMode> run_modes;
   for (const std::string& name : modes.empty() ? DefaultArenaModeNames() : modes) {
     auto m = FindArenaMode(name);
-    if (!m.ok()) return Fail(m.status());
+    if (!m.ok()) return FailWith(kWho, m.status());
     if (std::count(modes.begin(), modes.end(), name) > 1) {
-      return Fail(InvalidArgumentError("--modes: '" + name + "' is listed twice"));
+      return FailWith(kWho, InvalidArgumentError("--modes: '" + name + "' is listed twice"));
     }
     run_modes.push_back(*m);
   }
   for (int64_t b : validate_batches) {
     const bool explicit_flag = validate_option != nullptr && validate_option->count() > 0;
     if (explicit_flag && std::find(batches.begin(), batches.end(), b) == batches.end()) {
-      return Fail(InvalidArgumentError("--validate-batch " + std::to_string(b) +
+      return FailWith(kWho, InvalidArgumentError("--validate-batch " + std::to_string(b) +
                                        " is not one of the --batch sizes"));
     }
   }
   if (block_length > gen_length) {
-    return Fail(InvalidArgumentError("--block-length " + std::to_string(block_length) +
+    return FailWith(kWho, InvalidArgumentError("--block-length " + std::to_string(block_length) +
                                      " is longer than the output (-n " +
                                      std::to_string(gen_length) + ")"));
   }
@@ -232,26 +223,26 @@ int ArenaCommand::Run() const {
     std::filesystem::create_directories(out_dir, ec);
     const std::string probe = out_dir + "/.arena-write-test";
     if (ec || !WriteText(probe, "").ok()) {
-      return Fail(InvalidArgumentError("--out " + out_dir + ": cannot write there" +
+      return FailWith(kWho, InvalidArgumentError("--out " + out_dir + ": cannot write there" +
                                        (ec ? " (" + ec.message() + ")" : std::string())));
     }
     std::filesystem::remove(probe, ec);
   }
   for (size_t i = 1; i < batches.size(); ++i) {
     if (batches[i] <= batches[i - 1]) {
-      return Fail(InvalidArgumentError("--batch: sizes must be ascending"));
+      return FailWith(kWho, InvalidArgumentError("--batch: sizes must be ascending"));
     }
   }
-  if (batches.empty()) return Fail(InvalidArgumentError("--batch: no batch size"));
+  if (batches.empty()) return FailWith(kWho, InvalidArgumentError("--batch: no batch size"));
   auto table = LoadHardwareTable(hardware_file);
-  if (!table.ok()) return Fail(table.status());
+  if (!table.ok()) return FailWith(kWho, table.status());
   ArenaReport r;
   if (price_per_hour > 0) {
     r.machine.price_per_hour = price_per_hour;
     r.machine.price_source = "--price-per-hour";
   } else {
     auto cpu = plan::FindHardware(*table, "cpu");
-    if (!cpu.ok()) return Fail(cpu.status());
+    if (!cpu.ok()) return FailWith(kWho, cpu.status());
     r.machine.price_per_hour = cpu->price.typical;
     r.machine.price_source = "typical price of the hardware table's cpu entry: " + cpu->name;
   }
@@ -259,7 +250,7 @@ int ArenaCommand::Run() const {
   BackendOptions bo;
   bo.num_threads = threads;
   auto backend = CreateBackend(bo);
-  if (!backend.ok()) return Fail(backend.status());
+  if (!backend.ok()) return FailWith(kWho, backend.status());
   const std::string diffusion_path =
       diffusion_model.empty() ? Twin("unmask-tinystories-llada.gguf") : diffusion_model;
   const std::string ar_path = ar_model.empty() ? Twin("unmask-tinystories-ar.gguf") : ar_model;
@@ -276,33 +267,33 @@ int ArenaCommand::Run() const {
     std::erase_if(run_modes, [](const ArenaMode& m) { return m.drafter == ArenaDrafter::kModel; });
     r.notes.push_back("ar+draft skipped (--draft-model none)");
     need_draft = false;
-    if (run_modes.empty()) return Fail(InvalidArgumentError("no mode left to run"));
+    if (run_modes.empty()) return FailWith(kWho, InvalidArgumentError("no mode left to run"));
   }
   LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm;
   if (need_diffusion) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto, *backend); });
-    if (!lm.ok()) return Fail(lm.status());
+    if (!lm.ok()) return FailWith(kWho, lm.status());
     if (!lm->model->config().is_diffusion()) {
-      return Fail(InvalidArgumentError(diffusion_path + " is not a diffusion model"));
+      return FailWith(kWho, InvalidArgumentError(diffusion_path + " is not a diffusion model"));
     }
     diffusion_lm = std::move(*lm);
   }
   if (need_ar) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto, *backend); });
-    if (!lm.ok()) return Fail(lm.status());
+    if (!lm.ok()) return FailWith(kWho, lm.status());
     if (lm->model->config().is_diffusion()) {
-      return Fail(InvalidArgumentError(ar_path + " is not an autoregressive model"));
+      return FailWith(kWho, InvalidArgumentError(ar_path + " is not an autoregressive model"));
     }
     ar_lm = std::move(*lm);
   }
   if (need_draft) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto, *backend); });
-    if (!lm.ok()) return Fail(lm.status());
+    if (!lm.ok()) return FailWith(kWho, lm.status());
     if (lm->model->config().is_diffusion()) {
-      return Fail(InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
+      return FailWith(kWho, InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
     }
     draft_lm = std::move(*lm);
   }
@@ -310,7 +301,7 @@ int ArenaCommand::Run() const {
   if (!judge_model.empty() && !no_quality) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(judge_model, WeightMode::kAuto, *backend); });
-    if (!lm.ok()) return Fail(lm.status());
+    if (!lm.ok()) return FailWith(kWho, lm.status());
     judge_lm = std::move(*lm);
     judge = &judge_lm;
   }
@@ -323,32 +314,32 @@ int ArenaCommand::Run() const {
        {std::pair{models.diffusion, "the diffusion model"},
         std::pair{models.draft, "--draft-model"}, std::pair{judge, "the judge"}}) {
     if (lm != nullptr && lm->model->config().vocab_size != vocab) {
-      return Fail(InvalidArgumentError(
+      return FailWith(kWho, InvalidArgumentError(
           std::string(role) + "'s vocabulary (" + std::to_string(lm->model->config().vocab_size) +
           " tokens) differs from the AR model's (" + std::to_string(vocab) +
           "); the arena compares models of one tokenizer (--no-quality skips the judge)"));
     }
   }
   if (judge != nullptr && !no_quality && judge->model->config().is_diffusion()) {
-    return Fail(InvalidArgumentError("--judge must be an autoregressive model"));
+    return FailWith(kWho, InvalidArgumentError("--judge must be an autoregressive model"));
   }
 
   // Prompts, tokenized by each model's tokenizer.
   auto texts =
       prompts_file.empty() ? HeldOutStories(DefaultArenaCorpus()) : ReadPromptFile(prompts_file);
   if (!texts.ok()) {
-    return Fail(texts.status().WithContext(
+    return FailWith(kWho, texts.status().WithContext(
         prompts_file.empty() ? "the default prompts (give --prompts FILE)" : "--prompts"));
   }
   std::map<const LoadedModel*, std::vector<std::vector<int32_t>>> prompts;
   for (const LoadedModel* lm : {models.diffusion, models.ar}) {
     if (lm == nullptr) continue;
     auto ids = TokenizePrompts(*lm->tokenizer, *texts, prompt_length);
-    if (!ids.ok()) return Fail(ids.status());
+    if (!ids.ok()) return FailWith(kWho, ids.status());
     const int64_t canvas = DiffusionCanvasLength(gen_length, block_length);
     const int64_t need = prompt_length + (lm->model->config().is_diffusion() ? canvas : gen_length);
     if (need > lm->model->config().context_length) {
-      return Fail(OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +
+      return FailWith(kWho, OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +
                                   std::to_string(need - prompt_length) + " tokens exceed " +
                                   Base(lm->file->path()) + "'s context of " +
                                   std::to_string(lm->model->config().context_length)));
@@ -369,7 +360,7 @@ int ArenaCommand::Run() const {
   // The machine's roofline, measured now.
   std::fprintf(stderr, "arena: measuring the GEMM peak and the memory bandwidth...\n");
   auto peak = OnTemporaryThread([&] { return MeasureGemmPeakGflops(**backend); });
-  if (!peak.ok()) return Fail(peak.status());
+  if (!peak.ok()) return FailWith(kWho, peak.status());
   r.machine.gemm_gflops = *peak;
   r.machine.bandwidth_gbs = OnTemporaryThread([] { return MeasureMemoryBandwidthGBs(); });
   r.machine.threads = GetNumThreads();
@@ -383,7 +374,7 @@ int ArenaCommand::Run() const {
        {std::pair{models.diffusion, r.diffusion_model}, std::pair{models.ar, r.ar_model}}) {
     if (lm == nullptr) continue;
     auto h = OnTemporaryThread([&] { return MeasureModelRates(*lm, name, r.machine); });
-    if (!h.ok()) return Fail(h.status().WithContext("measuring the rates of " + name));
+    if (!h.ok()) return FailWith(kWho, h.status().WithContext("measuring the rates of " + name));
     measured_rates[lm] = *h;
     r.model_rates.push_back(*h);
   }
@@ -416,7 +407,7 @@ int ArenaCommand::Run() const {
                                                  "point " + std::to_string(i + 1) + "/" +
                                                      std::to_string(points.size()) + ": " + label);
                                });
-    if (!point.ok()) return Fail(point.status().WithContext(label));
+    if (!point.ok()) return FailWith(kWho, point.status().WithContext(label));
     requests_done += pt.requests;
     const ArenaRow row = SummarizePoint(*point, pt.mode->diffusion, r.machine);
     progress.Finish();
@@ -440,7 +431,7 @@ int ArenaCommand::Run() const {
       const Status s = OnTemporaryThread(
           [&] { return JudgeOutputs(*judge->model, *judge->tokenizer, ps, outs, &jr); });
       if (!s.ok()) {
-        return Fail(s.WithContext("judging " + m.name));
+        return FailWith(kWho, s.WithContext("judging " + m.name));
       }
       r.quality.push_back({m.name, jr.perplexity(), jr.tokens, jr.outputs});
     }
@@ -462,7 +453,7 @@ int ArenaCommand::Run() const {
     auto roofline = PredictTps(*mode, row, target, drafter, r, nullptr);
     auto tps = PredictTps(*mode, row, target, drafter, r, &measured_rates[&target]);
     if (!roofline.ok() || !tps.ok()) {
-      return Fail((roofline.ok() ? tps.status() : roofline.status())
+      return FailWith(kWho, (roofline.ok() ? tps.status() : roofline.status())
                       .WithContext("planner for " + row.mode));
     }
     r.validation.push_back({row.mode, row.batch, row.tokens_per_second, roofline->tokens_per_second,
@@ -472,15 +463,15 @@ int ArenaCommand::Run() const {
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
   const std::string md = ArenaMarkdown(r);
-  if (Status s = WriteText(out_dir + "/arena.md", md); !s.ok()) return Fail(s);
+  if (Status s = WriteText(out_dir + "/arena.md", md); !s.ok()) return FailWith(kWho, s);
   if (Status s = WriteText(out_dir + "/arena.json", ArenaJson(r).dump(2) + "\n"); !s.ok()) {
-    return Fail(s);
+    return FailWith(kWho, s);
   }
   if (Status s = WriteSvg(ArenaThroughputPlot(r), out_dir + "/arena-throughput.svg"); !s.ok()) {
-    return Fail(s);
+    return FailWith(kWho, s);
   }
   if (Status s = WriteSvg(ArenaLatencyPlot(r), out_dir + "/arena-latency.svg"); !s.ok()) {
-    return Fail(s);
+    return FailWith(kWho, s);
   }
   std::printf("%s", md.c_str());
   std::fprintf(stderr,
