@@ -21,7 +21,7 @@ struct ArenaMode {
   bool diffusion = false;   // runs the diffusion model (else the AR model)
   ArenaDrafter drafter = ArenaDrafter::kNone;
   // Through the server's engine loop (continuous batching / batched denoising) at every batch
-  // size; false: the in-process speculative loop (RunAr with a model drafter), batch 1 only.
+  // size; false: the synchronous engine run (Engine::Run with a model drafter), batch 1 only.
   bool batched = true;
   DiffusionParams diffusion_params;  // cache and commit rule (gen/steps/block set per run)
   int32_t draft_max = 3;             // AR speculation: tokens drafted per step

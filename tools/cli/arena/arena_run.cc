@@ -91,7 +91,7 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
   return point;
 }
 
-// Batch 1 through RunAr with a model drafter (the engine loop drafts by prompt lookup only).
+// Batch 1 through Engine::Run with a model drafter (served requests draft by prompt lookup only).
 StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& models,
                                     const ArenaSettings& settings,
                                     const std::vector<std::vector<int32_t>>& prompts,

@@ -1,7 +1,8 @@
 // Running one arena point: a mode at one batch size (concurrent requests), closed loop — `batch`
 // clients each submit a request, wait for it, submit the next, until `requests` have run — through
 // the server's engine loop (src/engine/scheduler.h), or, for the batch-1 speculative modes with a
-// model drafter, through the in-process AR loop (RunAr). Temperature 0 throughout.
+// model drafter, through Engine::Run on the calling thread (the same StepBatch). Temperature 0
+// throughout.
 #ifndef UNMASK_TOOLS_CLI_ARENA_ARENA_RUN_H_
 #define UNMASK_TOOLS_CLI_ARENA_ARENA_RUN_H_
 
