@@ -65,6 +65,13 @@ inline DreamParams DefaultDreamParams() {
   return p;
 }
 
+// DiffusionParams with steps = 0: the default-steps rule applies unless steps are set.
+inline DiffusionParams DefaultStepsParams() {
+  DiffusionParams p;
+  p.steps = 0;
+  return p;
+}
+
 // What a caller asks for, before the rules above settle it.
 struct DecodeOptions {
   // Tokens to return. AR: n_predict (-1: until EOS or a full context). Diffusion: the text length;
@@ -73,7 +80,7 @@ struct DecodeOptions {
   ArParams ar;  // n_predict is set from max_tokens
   // Diffusion: gen_length is set from max_tokens; steps <= 0: DefaultDiffusionSteps; the
   // temperature and seed also drive Dream's sampler.
-  DiffusionParams diffusion;
+  DiffusionParams diffusion = DefaultStepsParams();
   DreamParams dream = DefaultDreamParams();  // alg, eps, alg_temp (top_k/top_p come from `ar`)
   DiffusionSampler sampler = DiffusionSampler::kAuto;
   bool speculative_lookup = false;  // AR: n-gram prompt-lookup drafting (owned by the decoder)
