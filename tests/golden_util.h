@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,16 @@ inline std::vector<std::string> GoldenFiles(const std::string& dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// A gtest parameter name for a golden file: its name without ".json", other characters than letters
+// and digits as '_'.
+inline std::string GoldenCaseName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param.substr(0, info.param.size() - 5);
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
 }
 
 inline nlohmann::json ReadJson(const std::string& path) {

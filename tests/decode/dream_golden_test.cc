@@ -80,13 +80,7 @@ TEST_P(DreamGoldenTest, MatchesPythonReferenceOnAnyThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, DreamGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           std::string n = param_info.param.substr(0, param_info.param.size() - 5);
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+                         testing::GoldenCaseName);
 
 TEST(DreamGoldenSetTest, CoversEveryAlgorithm) {
   std::set<std::string> algs;

@@ -67,13 +67,7 @@ TEST_P(LladaGoldenTest, MatchesPythonReferenceOnAnyThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, LladaGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           std::string n = param_info.param.substr(0, param_info.param.size() - 5);
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+                         testing::GoldenCaseName);
 
 TEST(LladaGoldenSetTest, GoldenFilesArePresent) {
   EXPECT_GE(GoldenFiles().size(), 10u) << "tests/data/golden/llada is missing or nearly empty";

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "drain_util.h"
 #include "engine/engine.h"
 #include "engine/scheduler.h"
 #include "model/loader.h"
@@ -39,28 +40,8 @@ EngineModel Engine(const std::string& which) {
   return {which, lm.model.get(), lm.tokenizer.get()};
 }
 
-// Drains a stream: the text and the final event.
-struct Outcome {
-  std::string text;
-  int canvases = 0;
-  StreamEvent done;
-};
-Outcome Drain(RequestStream& s, std::chrono::seconds limit = 60s) {
-  Outcome o;
-  const auto end = SteadyClock::now() + limit;
-  StreamEvent e;
-  while (SteadyClock::now() < end) {
-    if (!s.Pop(&e, 100ms)) continue;
-    if (e.type == StreamEvent::Type::kText) o.text += e.text;
-    if (e.type == StreamEvent::Type::kCanvas) ++o.canvases;
-    if (e.type == StreamEvent::Type::kDone) {
-      o.done = e;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "no kDone event within the limit";
-  return o;
-}
+using testing::Drain;
+using testing::Outcome;
 
 GenerationRequest ArRequest(const std::string& prompt, int64_t max_tokens) {
   GenerationRequest g;

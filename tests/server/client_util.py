@@ -1,13 +1,17 @@
 """Helpers of the server tests that speak HTTP to `unmask serve`: checks that print one line each,
-raw HTTP requests, the Prometheus text parser, and the shape checks of usage and x_unmask."""
+the runner of a list of tests against one server, raw HTTP requests, the Prometheus text parser,
+and the shape checks of usage and x_unmask."""
 import http.client
 import json
 import re
+import sys
+import traceback
 import urllib.parse
 
 import openai
+from openai import OpenAI
 
-from server_util import AR_ID, LLADA_ID
+from server_util import AR_ID, LLADA_ID, UnmaskServer
 
 PROMPT = "Once upon a time"
 TIMEOUT_S = 60.0  # every client call; the twins generate 128 tokens in well under a second
@@ -157,3 +161,53 @@ def error_message(e):
     return str(err.get("message", "")) if isinstance(err, dict) else "", err
 
 
+# ----------------------------------------------------------------------------------------------
+# runner
+
+
+def run_tests(unmask, server_args, tests):
+    """Starts `unmask serve <server_args>` and runs each test: a function test(url, client)
+    (named by its __name__) or a (name, function) pair. A failing check or an exception fails only
+    that test; the run stops when the server dies. Prints the failures and the server log's tail;
+    returns the exit status (0: all passed)."""
+    srv = UnmaskServer(unmask, server_args)
+    failed = []
+    try:
+        srv.__enter__()
+        client = OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=TIMEOUT_S)
+        print(f"info  server {srv.url} (log {srv.log})", flush=True)
+        for t in tests:
+            name, fn = t if isinstance(t, tuple) else (t.__name__, t)
+            try:
+                fn(srv.url, client)
+            except CheckFailed as e:
+                failed.append(f"{name}: {e}")
+                print(f"FAIL  {name}: {e}", flush=True)
+            except Exception as e:  # an unexpected exception is a failure of that test
+                failed.append(f"{name}: {type(e).__name__}: {e}")
+                print(f"FAIL  {name}: unexpected {type(e).__name__}: {e}", flush=True)
+                traceback.print_exc()
+            if not srv.alive():
+                failed.append(f"server died (exit {srv.proc.returncode}) during {name}")
+                print(f"FAIL  server died during {name}", flush=True)
+                break
+        if srv.alive():
+            s, _, obj, _ = raw_json(srv.url, "GET", "/health", timeout=10)
+            if s == 200:
+                print("ok    server alive and healthy after all tests")
+            else:
+                failed.append(f"/health -> {s} after all tests")
+    except Exception as e:
+        failed.append(f"setup: {type(e).__name__}: {e}")
+        print(f"FAIL  setup: {e}", flush=True)
+    finally:
+        srv.__exit__(None, None, None)
+    if failed:
+        log = srv.stderr() if srv.log else ""
+        print(f"\n{len(failed)} test(s) FAILED, {check.passed} checks passed:", file=sys.stderr)
+        for f in failed:
+            print(f"  {f}", file=sys.stderr)
+        print(f"--- server log (last 3000 chars of {srv.log}) ---\n{log[-3000:]}", file=sys.stderr)
+        return 1
+    print(f"all {check.passed} checks passed")
+    return 0

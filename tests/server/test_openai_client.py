@@ -17,17 +17,15 @@ import re
 import sys
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT, UnmaskServer  # noqa: E402
+from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT  # noqa: E402
 
 import openai  # noqa: E402
-from openai import OpenAI  # noqa: E402
 
-from client_util import (ENGINE, PROMPT, TIMEOUT_S, CheckFailed, check, check_usage,  # noqa: E402
-                         check_x_unmask, complete, error_message, expect_status, metrics,
-                         msum, mvalues, raw, raw_json, x_unmask, is_error_object)
+from client_util import (ENGINE, PROMPT, TIMEOUT_S, check, check_usage, check_x_unmask,  # noqa: E402
+                         complete, error_message, expect_status, metrics, msum, mvalues, raw,
+                         raw_json, run_tests, x_unmask, is_error_object)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -518,46 +516,7 @@ def main():
     ap.add_argument("-k", help="run only the tests whose name contains this")
     args = ap.parse_args()
     tests = [t for t in TESTS if not args.k or args.k in t.__name__]
-    srv = UnmaskServer(args.unmask, ["-m", LLADA, "-m", AR, "-t", "1"])
-    failed = []
-    try:
-        srv.__enter__()
-        client = OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=TIMEOUT_S)
-        print(f"info  server {srv.url} (log {srv.log})", flush=True)
-        for t in tests:
-            try:
-                t(srv.url, client)
-            except CheckFailed as e:
-                failed.append(f"{t.__name__}: {e}")
-                print(f"FAIL  {t.__name__}: {e}", flush=True)
-            except Exception as e:  # an unexpected exception is a failure of that test
-                failed.append(f"{t.__name__}: {type(e).__name__}: {e}")
-                print(f"FAIL  {t.__name__}: unexpected {type(e).__name__}: {e}", flush=True)
-                traceback.print_exc()
-            if not srv.alive():
-                failed.append(f"server died (exit {srv.proc.returncode}) during {t.__name__}")
-                print(f"FAIL  server died during {t.__name__}", flush=True)
-                break
-        if srv.alive():
-            s, _, obj, _ = raw_json(srv.url, "GET", "/health", timeout=10)
-            if s == 200:
-                print("ok    server alive and healthy after all tests")
-            else:
-                failed.append(f"/health -> {s} after all tests")
-    except Exception as e:
-        failed.append(f"setup: {type(e).__name__}: {e}")
-        print(f"FAIL  setup: {e}", flush=True)
-    finally:
-        srv.__exit__(None, None, None)
-    if failed:
-        log = srv.stderr() if srv.log else ""
-        print(f"\n{len(failed)} test(s) FAILED, {check.passed} checks passed:", file=sys.stderr)
-        for f in failed:
-            print(f"  {f}", file=sys.stderr)
-        print(f"--- server log (last 3000 chars of {srv.log}) ---\n{log[-3000:]}", file=sys.stderr)
-        return 1
-    print(f"all {check.passed} checks passed")
-    return 0
+    return run_tests(args.unmask, ["-m", LLADA, "-m", AR, "-t", "1"], tests)
 
 
 if __name__ == "__main__":
