@@ -50,6 +50,21 @@ Status Unused(const DecodeOptions& o, const GivenParam& p, const std::string& wh
   return Status::Ok();
 }
 
+// How the caller names parameter `name` in messages: as it wrote the given ones (flags: "--" and
+// dashes, e.g. --commit; request fields: the name itself).
+std::string LabelOf(const DecodeOptions& o, std::string_view name) {
+  for (const GivenParam& g : o.given) {
+    if (g.name == name) return g.label;
+  }
+  const bool flags = !o.given.empty() && o.given.front().label.rfind("--", 0) == 0;
+  std::string label(name);
+  if (flags) {
+    std::replace(label.begin(), label.end(), '_', '-');
+    label = "--" + label;
+  }
+  return label;
+}
+
 std::string Describe(const DecoderModel& m) {
   return (m.name.empty() ? std::string("the model") : m.name) + " (" + m.config->architecture + ")";
 }
@@ -98,12 +113,12 @@ StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
       p.commit = CommitRule::kThreshold;
     }
   }
-  const std::string rule = "commit " + std::string(CommitRuleName(p.commit));
+  const std::string rule = LabelOf(o, "commit") + " " + std::string(CommitRuleName(p.commit));
   // Why a rule parameter does not apply.
   auto why = [&](const GivenParam&) {
     if (implied_by == nullptr) return "does not apply to " + rule;
     return "and " + implied_by->label + " belong to different commit rules (" + implied_by->label +
-           " implies " + rule + "); name the rule with commit";
+           " implies " + rule + "); give the parameters of one rule";
   };
   for (const GivenParam& g : o.given) {
     Status s;
@@ -118,7 +133,8 @@ StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
     } else if ((g.name == "prefix_look" || g.name == "after_look") &&
                p.cache != CacheMode::kVicinity) {
       s = Unused(o, g,
-                 "applies to cache vicinity, not cache " + std::string(CacheModeName(p.cache)),
+                 "applies to " + LabelOf(o, "cache") + " vicinity, not " + LabelOf(o, "cache") +
+                     " " + std::string(CacheModeName(p.cache)),
                  unused);
     } else if (g.name == "steps" && p.commit != CommitRule::kFixed && unused != nullptr) {
       // Dynamic rules run each block until it is full: steps is documented as ignored there.
@@ -153,6 +169,11 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
                                 " is not one");
   }
   // Parameters of another model kind or sampler.
+  const bool flags = !o.given.empty() && o.given.front().label.rfind("--", 0) == 0;
+  const std::string dream_sampler_only =
+      "applies to Dream's reference sampler, but the block-decoder " +
+      std::string(flags ? "flags" : "parameters") + " given (" + LabelOf(o, "block_length") + ", " +
+      LabelOf(o, "cache") + ", " + LabelOf(o, "commit") + ", ...) select the block decoder";
   for (const GivenParam& g : o.given) {
     Status s;
     switch (out.kind) {
@@ -165,18 +186,17 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
         }
         break;
       case DecoderKind::kDiffusion:
-        if (In(kArOnly, g.name)) {
+        if (is_dream_model && (g.name == "top_k" || g.name == "top_p")) {
+          s = Unused(o, g, dream_sampler_only, &out.unused);
+        } else if (In(kArOnly, g.name)) {
           s = Unused(
               o, g,
               "applies to autoregressive models; " + Describe(model) + " is a diffusion model",
               &out.unused);
         } else if (In(kDreamOnly, g.name)) {
           s = Unused(o, g,
-                     is_dream_model
-                         ? "applies to Dream's reference sampler, but the block-decoder "
-                           "parameters given (block_length, cache, commit, ...) select the "
-                           "block decoder"
-                         : "applies to Dream models; " + Describe(model) + " is not one",
+                     is_dream_model ? dream_sampler_only
+                                    : "applies to Dream models; " + Describe(model) + " is not one",
                      &out.unused);
         }
         break;
@@ -199,8 +219,12 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
         return InvalidArgumentError("max_tokens must be -1 (until EOS or a full context) or >= 0");
       }
       if (o.max_tokens > 0 && prompt_length + o.max_tokens > c.context_length) {
-        return OutOfRangeError("the prompt (" + std::to_string(prompt_length) +
-                               " tokens) + max_tokens (" + std::to_string(o.max_tokens) +
+        // Named as the caller gave it: max_tokens (server), --n-predict or -n (CLI).
+        const std::string what = Given(o, "n_predict") ? LabelOf(o, "n_predict")
+                                 : flags               ? std::string("-n/--gen-length")
+                                                       : std::string("max_tokens");
+        return OutOfRangeError("the prompt (" + std::to_string(prompt_length) + " tokens) + " +
+                               what + " (" + std::to_string(o.max_tokens) +
                                ") exceed the context of " + std::to_string(c.context_length) +
                                " tokens");
       }

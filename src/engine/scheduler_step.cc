@@ -11,8 +11,10 @@ void Scheduler::Step(ModelState& ms) {
   ms.slots.resize(ms.running.size());
   bool needs_kv = false;
   for (size_t i = 0; i < ms.running.size(); ++i) {
-    ms.slots[i] = StepSlot{};
+    // Slots are reused across steps (their DecodeStep keeps its buffers); only the decoder and the
+    // status change.
     ms.slots[i].decoder = ms.running[i]->decoder.get();
+    ms.slots[i].status = Status::Ok();
     needs_kv |= ms.running[i]->decoder->needs_kv_cache();
   }
   StepStats step;

@@ -32,7 +32,11 @@ struct Fixture {
 
 DecodeOptions With(std::vector<std::string> names, bool refuse = true) {
   DecodeOptions o;
-  for (const std::string& n : names) o.given.push_back({n, "--" + n});
+  for (const std::string& n : names) {
+    std::string label = "--" + n;  // as the CLI writes it
+    std::replace(label.begin(), label.end(), '_', '-');
+    o.given.push_back({n, label});
+  }
   o.refuse_unused = refuse;
   return o;
 }
@@ -96,11 +100,12 @@ TEST(DecoderFactoryTest, RuleParametersOfAnotherRule) {
   named.max_tokens = 32;
   named.diffusion.commit = CommitRule::kThreshold;
   EXPECT_NE(SettleDiffusionParams(named).status().message().find(
-                "--factor does not apply to commit threshold"),
+                "--factor does not apply to --commit threshold"),
             std::string::npos);
   DecodeOptions look = With({"prefix_look"});
   look.max_tokens = 32;
-  EXPECT_NE(SettleDiffusionParams(look).status().message().find("applies to cache vicinity"),
+  EXPECT_NE(SettleDiffusionParams(look).status().message().find(
+                "applies to --cache vicinity, not --cache none"),
             std::string::npos);
   // Listed, not refused, for the server.
   DecodeOptions listed = With({"threshold", "factor", "steps"}, /*refuse=*/false);
@@ -108,6 +113,13 @@ TEST(DecoderFactoryTest, RuleParametersOfAnotherRule) {
   std::vector<std::string> unused;
   ASSERT_TRUE(SettleDiffusionParams(listed, &unused).ok());
   EXPECT_EQ(unused, (std::vector<std::string>{"--threshold", "--steps"}));
+  // Request fields are named as such (the server's log).
+  DecodeOptions fields;
+  fields.given = {{"prefix_look", "prefix_look"}};
+  fields.max_tokens = 32;
+  EXPECT_NE(SettleDiffusionParams(fields).status().message().find(
+                "prefix_look applies to cache vicinity, not cache none"),
+            std::string::npos);
 }
 
 TEST(DecoderFactoryTest, DecoderKindFollowsModelAndParameters) {
@@ -180,7 +192,20 @@ TEST(DecoderFactoryTest, ParametersOfAnotherKindAreRefusedOrListed) {
   o.diffusion.block_length = 8;
   auto d = MakeDecoder(f.Of(f.dream), kPrompt, o);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("select the block decoder"), std::string::npos);
+  EXPECT_NE(d.status().message().find("--alg applies to Dream's reference sampler, but the "
+                                      "block-decoder flags given (--block-length, --cache, "
+                                      "--commit, ...) select the block decoder"),
+            std::string::npos)
+      << d.status().message();
+  // top_k / top_p are the Dream sampler's too: the same message, not "autoregressive".
+  DecodeOptions topk = With({"block_length", "top_k"});
+  topk.max_tokens = 8;
+  topk.diffusion.block_length = 8;
+  EXPECT_NE(MakeDecoder(f.Of(f.dream), kPrompt, topk)
+                .status()
+                .message()
+                .find("--top-k applies to Dream's reference sampler"),
+            std::string::npos);
 }
 
 TEST(DecoderFactoryTest, LimitsAreErrors) {

@@ -38,15 +38,16 @@ double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, Weight
 }  // namespace
 
 int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, const std::string& path,
-               const std::vector<int32_t>& prompt) {
+               const std::vector<int32_t>& prompt, const DecodeOptions& options) {
   const LoadedModel& lm = engine.model(index);
   const Model& m = *lm.model;
   const ModelConfig& c = m.config();
   const int64_t n = cmd.diffusion.params.gen_length;
   if (static_cast<int64_t>(prompt.size()) + n > c.context_length) {
-    return FailWith(kWho, InvalidArgumentError("prompt " + std::to_string(prompt.size()) + " + " +
-                                     std::to_string(n) + " generated tokens exceed the context (" +
-                                     std::to_string(c.context_length) + ")"));
+    return FailWith(
+        kWho, InvalidArgumentError("prompt " + std::to_string(prompt.size()) + " + " +
+                                   std::to_string(n) + " generated tokens exceed the context (" +
+                                   std::to_string(c.context_length) + ")"));
   }
   ModelArgs args = cmd.model;
   args.blas = cmd.blas_list.front();
@@ -59,7 +60,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
   std::vector<double> decode_tps, prefill_tps, intensity;
   ProgressLine progress("bench");
   for (int r = 0; r <= cmd.reps; ++r) {  // r == 0: warm-up
-    DecodeOptions o;
+    DecodeOptions o = options;           // the flags given: a diffusion flag is refused
     o.ar.sampling.temperature = 0;
     o.max_tokens = n;
     o.ar.ignore_eos = true;

@@ -86,11 +86,12 @@ int BenchCommand::Run() const {
     const bool ordinary = !lm.tokenizer->IsControl(id) || draw >= max_draws;
     if (ordinary && id != sp.mask) prompt.push_back(id);
     if (draw >= 2 * max_draws && prompt.empty()) {
-      return FailWith(kWho, InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
+      return FailWith(
+          kWho, InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
     }
   }
 
-  if (!m.config().is_diffusion()) return RunArBench(*this, engine, index, path, prompt);
+  if (!m.config().is_diffusion()) return RunArBench(*this, engine, index, path, prompt, options);
   // The decoder `serve` would run for these flags (the factory settles them), checked once.
   auto first = engine.MakeDecoder(index, prompt, options);
   if (!first.ok()) return FailWith(kWho, first.status());
@@ -191,11 +192,11 @@ int BenchCommand::Run() const {
     return 0;
   }
   std::printf(
-      "model: %s | prompt %lld, gen %lld, block %lld, steps %lld, cache %s, commit %s%s, threads "
-      "%d, %d reps\n",
-      model_desc, static_cast<long long>(prompt_length), static_cast<long long>(gen_length),
-      static_cast<long long>(params.block_length), static_cast<long long>(params.steps),
-      std::string(CacheModeName(params.cache)).c_str(),
+      "model: %s | decoder %s | prompt %lld, gen %lld, block %lld, steps %lld, cache %s, commit "
+      "%s%s, threads %d, %d reps\n",
+      model_desc, decoder_name.c_str(), static_cast<long long>(prompt_length),
+      static_cast<long long>(gen_length), static_cast<long long>(params.block_length),
+      static_cast<long long>(params.steps), std::string(CacheModeName(params.cache)).c_str(),
       std::string(CommitRuleName(params.commit)).c_str(), params.early_stop ? ", early stop" : "",
       GetNumThreads(), reps);
   const bool with_ref = reference_tps > 0;

@@ -32,8 +32,9 @@ struct BenchCommand {
 };
 
 // bench_ar.cc: the AR half of Run() (gen_length = tokens generated per run).
+// `options`: the flags' decoding options (a diffusion flag is refused by the decoder factory).
 int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, const std::string& path,
-               const std::vector<int32_t>& prompt);
+               const std::vector<int32_t>& prompt, const DecodeOptions& options);
 
 }  // namespace unmask::tools
 

@@ -119,8 +119,8 @@ int ConvertCommand::Run() const {
   // The checkpoint is memory-mapped: writing over it would pull the data from under the writer.
   for (const std::string* input : {&llama2c, &tokenizer}) {
     if (SameFile(output, *input)) {
-      return FailWith(kWho, InvalidArgumentError("the output " + output + " is the input " + *input +
-                                       "; choose another -o"));
+      return FailWith(kWho, InvalidArgumentError("the output " + output + " is the input " +
+                                                 *input + "; choose another -o"));
     }
   }
 
@@ -128,7 +128,8 @@ int ConvertCommand::Run() const {
   options.name = name;
   options.context_length = context_length;
   gguf::GgufWriter writer;
-  if (Status s = llama2c::BuildGguf(checkpoint, *vocab, options, &writer); !s.ok()) return FailWith(kWho, s);
+  if (Status s = llama2c::BuildGguf(checkpoint, *vocab, options, &writer); !s.ok())
+    return FailWith(kWho, s);
   Status written;
   {
     WriteProgress progress(output, OutputBytes(checkpoint.layout(), *vocab));

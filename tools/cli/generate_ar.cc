@@ -71,7 +71,8 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     options.speculative_lookup = true;
   } else if (spec == "draft" || spec == "diffusion") {
     if (!draft_loaded.model) {
-      return FailWith(kWho, InvalidArgumentError("--spec " + spec + " needs --draft-model FILE.gguf"));
+      return FailWith(kWho,
+                      InvalidArgumentError("--spec " + spec + " needs --draft-model FILE.gguf"));
     }
     if (spec == "draft") {
       auto d = MakeModelDrafter(draft_loaded.model.get(), {cmd.ar.draft_p_min});
@@ -95,9 +96,14 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
   if (!built.ok()) {
     Status s = built.status();
     if (s.code() == StatusCode::kOutOfRange) {
-      s = OutOfRangeError(s.message() +
-                          "; generate fewer (-n) or use --n-predict -1 to stop when the context "
-                          "is full");
+      const int64_t ctx = m.config().context_length;
+      s = static_cast<int64_t>(ids.size()) >= ctx
+              ? OutOfRangeError("the prompt (" + std::to_string(ids.size()) +
+                                " tokens) fills the context of " + std::to_string(ctx) +
+                                " tokens: nothing can be generated")
+              : OutOfRangeError(s.message() +
+                                "; generate fewer (-n) or use --n-predict -1 to stop when the "
+                                "context is full");
     }
     return FailWith(kWho, s);
   }

@@ -68,11 +68,14 @@ int GenerateCommand::Run() const {
   const bool prompt_given = !prompt.empty() || (prompt_opt != nullptr && prompt_opt->count() > 0);
   const CLI::Option* ids_opt = cli != nullptr ? cli->get_option_no_throw("--prompt-ids") : nullptr;
   if (ids_opt != nullptr && ids_opt->count() > 0 && prompt_ids.empty()) {
-    return FailWith(kWho, InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
+    return FailWith(kWho,
+                    InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
   }
   if (!prompt_given && prompt_ids.empty()) {
-    return FailWith(kWho, InvalidArgumentError(
-        "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));
+    return FailWith(
+        kWho,
+        InvalidArgumentError(
+            "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));
   }
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
@@ -99,17 +102,16 @@ int GenerateCommand::Run() const {
   // ones (MakeDecoder below); these act on the CLI's own output.
   {
     const bool is_diffusion = m.config().is_diffusion();
+    const std::string what = path + " (" + m.config().architecture + ") is " +
+                             (is_diffusion ? "a diffusion" : "an autoregressive") + " model";
     for (const char* name : {"--stop", "--ignore-eos"}) {
       if (is_diffusion && FlagGiven(cli, name)) {
-        return FailWith(kWho, InvalidArgumentError(std::string(name) + " applies to autoregressive models; " +
-                                         path + " is a diffusion model (" +
-                                         m.config().architecture + ")"));
+        return FailWith(kWho, InvalidArgumentError(std::string(name) +
+                                                   " applies to autoregressive models; " + what));
       }
     }
     if (!is_diffusion && FlagGiven(cli, "--visual")) {
-      return FailWith(kWho, InvalidArgumentError("--visual applies to diffusion models; " + path +
-                                       " is an autoregressive model (" + m.config().architecture +
-                                       ")"));
+      return FailWith(kWho, InvalidArgumentError("--visual applies to diffusion models; " + what));
     }
   }
 
@@ -124,9 +126,8 @@ int GenerateCommand::Run() const {
   } else {
     const bool has_template = !tok.chat_template().empty();
     if (chat && !has_template) {
-      return FailWith(kWho, 
-          FailedPreconditionError("--chat: the model has no chat template "
-                                  "(tokenizer.chat_template); use --no-chat"));
+      return FailWith(kWho, FailedPreconditionError("--chat: the model has no chat template "
+                                                    "(tokenizer.chat_template); use --no-chat"));
     }
     used_chat = chat || (has_template && !no_chat);
     std::string text = prompt;
@@ -143,22 +144,24 @@ int GenerateCommand::Run() const {
     // The user's text must reach the model: a vocabulary that cannot encode it would otherwise
     // leave only the chat template.
     if (ids.empty()) {
-      return FailWith(kWho, InvalidArgumentError(
-          "the prompt is empty and this model's tokenizer adds no BOS token "
-          "(tokenizer.ggml.add_bos_token), so there is nothing to generate from"));
+      return FailWith(kWho,
+                      InvalidArgumentError(
+                          "the prompt is empty and this model's tokenizer adds no BOS token "
+                          "(tokenizer.ggml.add_bos_token), so there is nothing to generate from"));
     }
     if (!prompt.empty() && tok.Encode(prompt, false, false).empty()) {
-      return FailWith(kWho, 
-          InvalidArgumentError("the prompt text produced no tokens with this model's "
-                               "vocabulary"));
+      return FailWith(kWho,
+                      InvalidArgumentError("the prompt text produced no tokens with this model's "
+                                           "vocabulary"));
     }
     // A mask token in a text prompt (e.g. its text pasted into a chat message) would be denoised
     // as part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
     for (int32_t id : ids) {
       if (m.config().is_diffusion() && id == tok.special().mask) {
-        return FailWith(kWho, InvalidArgumentError(
-            "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
-            "'; use --prompt-ids to place mask tokens in the prompt on purpose"));
+        return FailWith(
+            kWho, InvalidArgumentError(
+                      "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
+                      "'; use --prompt-ids to place mask tokens in the prompt on purpose"));
       }
     }
   }

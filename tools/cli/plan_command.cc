@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli_util.h"
-#include "common/model_args.h"
 #include "common/hardware_table.h"
+#include "common/model_args.h"
 #include "common/plan_report.h"
 #include "decode/decoder_factory.h"
 #include "format/gguf.h"
@@ -124,8 +124,9 @@ int PlanCommand::Run() const {
     if (!m.ok()) return FailWith(kWho, m.status());
     PlanModel& slot = m->config.is_diffusion() ? in.diffusion : in.ar;
     if (!slot.name.empty()) {
-      return FailWith(kWho, InvalidArgumentError("--model: give at most one diffusion and one AR model (" +
-                                       slot.name + " and " + m->name + ")"));
+      return FailWith(
+          kWho, InvalidArgumentError("--model: give at most one diffusion and one AR model (" +
+                                     slot.name + " and " + m->name + ")"));
     }
     slot = *m;
   }
@@ -135,8 +136,8 @@ int PlanCommand::Run() const {
   CompleteModelPair(in);
   if (block_length > gen_length) {
     return FailWith(kWho, InvalidArgumentError("--block-length " + std::to_string(block_length) +
-                                     " is longer than the output (-n " +
-                                     std::to_string(gen_length) + ")"));
+                                               " is longer than the output (-n " +
+                                               std::to_string(gen_length) + ")"));
   }
   // The workload must fit each model's context (diffusion: the canvas, a block multiple).
   const int64_t canvas = DiffusionCanvasLength(gen_length, block_length);
@@ -144,9 +145,9 @@ int PlanCommand::Run() const {
     const int64_t need = prompt_length + (m->config.is_diffusion() ? canvas : gen_length);
     if (need > m->config.context_length) {
       return FailWith(kWho, OutOfRangeError(m->name + ": prompt " + std::to_string(prompt_length) +
-                                  " + output " + std::to_string(need - prompt_length) +
-                                  " tokens exceed its context of " +
-                                  std::to_string(m->config.context_length) + " tokens"));
+                                            " + output " + std::to_string(need - prompt_length) +
+                                            " tokens exceed its context of " +
+                                            std::to_string(m->config.context_length) + " tokens"));
     }
   }
   in.workload = {prompt_length, gen_length};
@@ -170,8 +171,9 @@ int PlanCommand::Run() const {
     std::error_code ec;
     std::filesystem::create_directories(svg_dir, ec);
     if (ec) {
-      return FailWith(kWho, InvalidArgumentError("--svg " + svg_dir + ": cannot create the folder (" +
-                                       ec.message() + ")"));
+      return FailWith(kWho,
+                      InvalidArgumentError("--svg " + svg_dir + ": cannot create the folder (" +
+                                           ec.message() + ")"));
     }
   }
   for (const plan::Hardware& hw : hws) {
@@ -192,7 +194,8 @@ int PlanCommand::Run() const {
     }
     if (!svg_dir.empty()) {
       const std::string path = svg_dir + "/plan-" + hw.id + ".svg";
-      if (Status s = WriteSvg(PlanPlot(hw, dtype, in, *report), path); !s.ok()) return FailWith(kWho, s);
+      if (Status s = WriteSvg(PlanPlot(hw, dtype, in, *report), path); !s.ok())
+        return FailWith(kWho, s);
       std::fprintf(stderr, "wrote %s\n", path.c_str());
     }
   }

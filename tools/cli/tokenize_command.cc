@@ -41,7 +41,8 @@ int TokenizeCommand::Run() const {
   if (!file.empty()) {
     std::error_code ec;
     if (std::filesystem::is_directory(file, ec)) {
-      return FailWith(kWho, InvalidArgumentError("-f " + file + " is a directory, not a text file"));
+      return FailWith(kWho,
+                      InvalidArgumentError("-f " + file + " is a directory, not a text file"));
     }
     std::ifstream in(file, std::ios::binary);
     if (!in) return FailWith(kWho, NotFoundError("cannot read " + file));

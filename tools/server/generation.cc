@@ -371,7 +371,8 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
     if (st.code() == StatusCode::kOutOfRange) {
       std::string msg = st.message() + " (model " + m.id + ")";
       const int64_t canvas = DiffusionCanvasLength(r.max_tokens, dp.block_length);
-      if (m.diffusion() && canvas != r.max_tokens) {
+      const bool blocks = SelectDecoder(m.loaded->model->config(), *g) == DecoderKind::kDiffusion;
+      if (blocks && canvas != r.max_tokens) {
         msg += "; the diffusion canvas is max_tokens (" + std::to_string(r.max_tokens) +
                ") rounded up to a multiple of block_length (" + std::to_string(dp.block_length) +
                "): " + std::to_string(canvas) + " positions";

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "common/cli_util.h"
-#include "common/model_args.h"
 #include "common/decode_args.h"
+#include "common/model_args.h"
 #include "decode/decoder_factory.h"
 
 namespace unmask::tools {

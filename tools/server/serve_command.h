@@ -16,7 +16,7 @@ struct ServeCommand {
   std::vector<std::string> aliases;
   std::string host = "127.0.0.1";
   int port = 8080;
-  ModelArgs backend;         // --threads, --blas, --weights (not -m: serve takes several)
+  ModelArgs backend;        // --threads, --blas, --weights (not -m: serve takes several)
   DiffusionArgs diffusion;  // the diffusion decoder's default flags
   server::ServerOptions options;
   double request_timeout_s = 600;

@@ -36,13 +36,12 @@ struct ServerOptions {
   WeightMode weight_mode = WeightMode::kAuto;
   std::shared_ptr<Backend> backend;  // of every model; null: DefaultBackend()
   SchedulerOptions scheduler;
-  DiffusionParams diffusion;            // defaults of diffusion requests (gen_length, steps unused)
-  bool diffusion_commit_given = false;  // the server's flags chose a commit rule
-  double temperature = 1.0;             // default when a request gives none (OpenAI: 1)
-  double latency_target_ms = 2000;      // router default
-  double request_timeout_s = 600;       // default deadline
-  bool speculative_lookup = false;      // AR default: prompt-lookup drafting
-  int http_threads = 0;                 // 0: max_queue + models x max_batch + 8
+  DiffusionParams diffusion;        // defaults of diffusion requests (gen_length, steps unused)
+  double temperature = 1.0;         // default when a request gives none (OpenAI: 1)
+  double latency_target_ms = 2000;  // router default
+  double request_timeout_s = 600;   // default deadline
+  bool speculative_lookup = false;  // AR default: prompt-lookup drafting
+  int http_threads = 0;             // 0: max_queue + models x max_batch + 8
   size_t max_body_bytes = 8 << 20;
 };
 
