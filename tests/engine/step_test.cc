@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -99,13 +100,19 @@ class RecordingDecoder final : public Decoder {
   bool stopped_ = false;
 };
 
+std::vector<StepSlot> Slots(std::initializer_list<Decoder*> decoders) {
+  std::vector<StepSlot> slots;
+  for (Decoder* d : decoders) {
+    slots.emplace_back();
+    slots.back().decoder = d;
+  }
+  return slots;
+}
+
 TEST(StepBatchTest, OneForwardAndEachDecoderGetsItsRows) {
   EchoModel model;
   RecordingDecoder a({5, 6}), b({7}), c({8, 9, 10});
-  std::vector<StepSlot> slots(3);
-  slots[0].decoder = &a;
-  slots[1].decoder = &b;
-  slots[2].decoder = &c;
+  std::vector<StepSlot> slots = Slots({&a, &b, &c});
   StepBuffers buffers;
   StepStats stats;
   ASSERT_TRUE(StepBatch(model, slots, nullptr, buffers, &stats).ok());
@@ -124,11 +131,7 @@ TEST(StepBatchTest, AFailingDecoderLeavesAloneTheOthersGoOn) {
   RecordingDecoder a({1}), bad_plan({2}), bad_update({3}), d({4});
   bad_plan.fail_plan = true;
   bad_update.fail_update = true;
-  std::vector<StepSlot> slots(4);
-  slots[0].decoder = &a;
-  slots[1].decoder = &bad_plan;
-  slots[2].decoder = &bad_update;
-  slots[3].decoder = &d;
+  std::vector<StepSlot> slots = Slots({&a, &bad_plan, &bad_update, &d});
   StepBuffers buffers;
   StepStats stats;
   ASSERT_TRUE(StepBatch(model, slots, nullptr, buffers, &stats).ok());
@@ -151,8 +154,7 @@ TEST(StepBatchTest, AFailingForwardUpdatesNothing) {
   EchoModel model;
   model.fail = true;
   RecordingDecoder a({1});
-  std::vector<StepSlot> slots(1);
-  slots[0].decoder = &a;
+  std::vector<StepSlot> slots = Slots({&a});
   StepBuffers buffers;
   const Status st = StepBatch(model, slots, nullptr, buffers, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kInternal);
