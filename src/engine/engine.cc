@@ -70,8 +70,25 @@ StatusOr<GenerationStats> RunToCompletion(const Model& model, std::span<Decoder*
   return stats;
 }
 
-Engine::Engine(EngineOptions options, MetricsRegistry* metrics)
-    : options_(options), metrics_(metrics) {}
+StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, MetricsRegistry* metrics) {
+  UNMASK_ASSIGN_OR_RETURN(std::shared_ptr<Backend> backend, CreateBackend(options.backend));
+  return std::make_unique<Engine>(std::move(options), metrics, std::move(backend));
+}
+
+Engine::Engine(EngineOptions options, MetricsRegistry* metrics, std::shared_ptr<Backend> backend)
+    : options_(std::move(options)),
+      metrics_(metrics),
+      backend_(backend ? std::move(backend) : DefaultBackend()) {}
+
+StatusOr<size_t> Engine::LoadModel(std::string name, const std::string& path, WeightMode mode,
+                                   std::function<void(int, int)> progress) {
+  LoadOptions lo;
+  lo.weight_mode = mode;
+  lo.backend = backend_;
+  lo.progress = std::move(progress);
+  UNMASK_ASSIGN_OR_RETURN(LoadedModel loaded, unmask::LoadModel(path, lo));
+  return AddModel(std::move(name), std::move(loaded));
+}
 
 Engine::~Engine() { Shutdown(); }
 

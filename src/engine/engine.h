@@ -76,17 +76,32 @@ StatusOr<GenerationStats> RunToCompletion(const Model& model, std::span<Decoder*
                                           StepBuffers* buffers = nullptr);
 
 struct EngineOptions {
+  BackendOptions backend;  // the backend Engine::Create makes (device, threads, GEMM provider)
   SchedulerOptions scheduler;
 };
 
 class Engine {
  public:
+  // Creates the engine and its backend from options.backend. Errors: CreateBackend's
+  // (InvalidArgument for an unknown device or GEMM provider, Unimplemented for a device this
+  // build lacks, FailedPrecondition when the provider's library cannot be loaded).
+  static StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options,
+                                                  MetricsRegistry* metrics = nullptr);
+  // An engine on `backend` (null: DefaultBackend(); options.backend is then not used).
   // `metrics` (may be null, not owned) receives the scheduler's metrics.
-  explicit Engine(EngineOptions options = {}, MetricsRegistry* metrics = nullptr);
+  explicit Engine(EngineOptions options = {}, MetricsRegistry* metrics = nullptr,
+                  std::shared_ptr<Backend> backend = nullptr);
   ~Engine();  // stops the scheduler; every request left ends with kAbort
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // The backend the engine loads models onto.
+  const std::shared_ptr<Backend>& backend() const { return backend_; }
+  // Loads the model file at `path` onto the engine's backend and adds it under `name`; returns
+  // its index. `progress(done, total)` is called as tensors are prepared (may be empty).
+  // Errors: LoadModel's (model/loader.h), naming the file.
+  StatusOr<size_t> LoadModel(std::string name, const std::string& path, WeightMode mode,
+                             std::function<void(int, int)> progress = nullptr);
   // Adds a model under `name` and returns its index; the engine owns it. Models are added before
   // StartServing (later ones are not served).
   size_t AddModel(std::string name, LoadedModel model);
@@ -130,6 +145,7 @@ class Engine {
   };
   EngineOptions options_;
   MetricsRegistry* metrics_;
+  std::shared_ptr<Backend> backend_;
   std::vector<Entry> models_;
   std::unique_ptr<Scheduler> scheduler_;
 };

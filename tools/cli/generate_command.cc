@@ -80,8 +80,11 @@ int GenerateCommand::Run() const {
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
   DecodeOptions options = *std::move(options_or);
-  auto backend = model.MakeBackend();
-  if (!backend.ok()) return FailWith(kWho, backend.status());
+  EngineOptions engine_options;
+  engine_options.backend = model.backend_options();
+  auto engine_or = Engine::Create(engine_options);
+  if (!engine_or.ok()) return FailWith(kWho, engine_or.status());
+  Engine& engine = **engine_or;
   auto mode = model.weight_mode();
   if (!mode.ok()) return FailWith(kWho, mode.status());
 
@@ -89,10 +92,9 @@ int GenerateCommand::Run() const {
   auto path_or = model.Path();
   if (!path_or.ok()) return FailWith(kWho, path_or.status());
   const std::string path = *path_or;
-  auto loaded_or = LoadModelWithProgress(path, *mode, *backend);
-  if (!loaded_or.ok()) return FailWith(kWho, loaded_or.status());
-  Engine engine;
-  const size_t index = engine.AddModel(path, std::move(loaded_or).value());
+  auto index_or = LoadModelWithProgress(engine, path, *mode);
+  if (!index_or.ok()) return FailWith(kWho, index_or.status());
+  const size_t index = *index_or;
   const LoadedModel& loaded = engine.model(index);
   const double load_ms = MsSince(load_start);
   const Model& m = *loaded.model;

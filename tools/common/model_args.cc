@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "common/cli_util.h"
 #include "common/terminal.h"
@@ -44,18 +45,20 @@ void AddBackendFlags(CLI::App& app, int* threads, std::string* blas, std::string
 }
 
 CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length) {
-  return app.add_option("-n,--gen-length", *gen_length,
-                        "tokens to generate after the prompt (a request's max_tokens)")
+  return app
+      .add_option("-n,--gen-length", *gen_length,
+                  "tokens to generate after the prompt (a request's max_tokens)")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
 }
 
 CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length) {
-  return app.add_option("--block-length", *block_length,
-                        "diffusion: semi-autoregressive block size (== gen_length: one block, "
-                        "pure diffusion). generate and bench: must divide gen_length, as in "
-                        "LLaDA's generate; serve and the arena round max_tokens up to whole "
-                        "blocks (a shorter max_tokens shrinks it in serve)")
+  return app
+      .add_option("--block-length", *block_length,
+                  "diffusion: semi-autoregressive block size (== gen_length: one block, "
+                  "pure diffusion). generate and bench: must divide gen_length, as in "
+                  "LLaDA's generate; serve and the arena round max_tokens up to whole "
+                  "blocks (a shorter max_tokens shrinks it in serve)")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
 }
@@ -108,10 +111,10 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
       ->check(CLI::IsMember({"low_confidence", "random"}))
       ->capture_default_str();
   if (request_flags) {
-  app.add_option("--temperature", params.temperature,
-                 "0 = argmax (deterministic); > 0 = Gumbel-max sampling in float64")
-      ->check(FiniteAtLeast(0))
-      ->capture_default_str();
+    app.add_option("--temperature", params.temperature,
+                   "0 = argmax (deterministic); > 0 = Gumbel-max sampling in float64")
+        ->check(FiniteAtLeast(0))
+        ->capture_default_str();
   }
   app.add_option("--cfg-scale", params.cfg_scale,
                  "classifier-free guidance scale (0 = off; > 0 doubles the work per step)")
@@ -123,9 +126,9 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
                "commit EOS/EOT predictions last (their confidence is 0; LLaDA reference quirk "
                "reproduced: at temperature > 0 only EOT is affected)");
   if (request_flags) {
-  app.add_option("-s,--seed", params.seed, "random seed (temperature > 0, random remasking)")
-      ->check(Unsigned64())
-      ->capture_default_str();
+    app.add_option("-s,--seed", params.seed, "random seed (temperature > 0, random remasking)")
+        ->check(Unsigned64())
+        ->capture_default_str();
   }
 
   const char* group = "Fast diffusion decoding (defaults: the exact reference)";
@@ -137,18 +140,18 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
       ->check(CLI::IsMember({"none", "prefix", "dual", "vicinity"}))
       ->capture_default_str()
       ->group(group);
-  
-      app.add_option("--prefix-look", params.prefix_look,
-                     "vicinity cache: positions before the block recomputed each step")
-          ->check(IntegerIn(0, kMaxLength))
-          ->capture_default_str()
-          ->group(group);
-  
-      app.add_option("--after-look", params.after_look,
-                     "vicinity cache: positions after the block recomputed each step")
-          ->check(IntegerIn(0, kMaxLength))
-          ->capture_default_str()
-          ->group(group);
+
+  app.add_option("--prefix-look", params.prefix_look,
+                 "vicinity cache: positions before the block recomputed each step")
+      ->check(IntegerIn(0, kMaxLength))
+      ->capture_default_str()
+      ->group(group);
+
+  app.add_option("--after-look", params.after_look,
+                 "vicinity cache: positions after the block recomputed each step")
+      ->check(IntegerIn(0, kMaxLength))
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--commit", commit,
                  "which masked tokens a step commits: fixed (LLaDA schedule, --steps), threshold "
                  "(top-1 + all with confidence >= --threshold; Fast-dLLM), factor (Fast-dLLM "
@@ -160,38 +163,38 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
       ->check(CLI::IsMember({"fixed", "threshold", "factor", "hierarchy", "credit"}))
       ->group(group);
   app.add_option("--threshold", params.threshold,
-                                    "confidence threshold tau in (0, 1] (threshold, hierarchy, "
-                                    "credit); Fast-dLLM's default 0.9")
-                         ->check(CLI::Range(1e-9, 1.0))
-                         ->capture_default_str()
-                         ->group(group);
+                 "confidence threshold tau in (0, 1] (threshold, hierarchy, "
+                 "credit); Fast-dLLM's default 0.9")
+      ->check(CLI::Range(1e-9, 1.0))
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--factor", params.factor,
-                                 "factor rule: commit the largest n with (n + 1)(1 - c_n) <= "
-                                 "factor over the sorted confidences c")
-                      ->check(FiniteAtLeast(1e-9))
-                      ->capture_default_str()
-                      ->group(group);
+                 "factor rule: commit the largest n with (n + 1)(1 - c_n) <= "
+                 "factor over the sorted confidences c")
+      ->check(FiniteAtLeast(1e-9))
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--low-threshold", params.low_threshold,
-                     "hierarchy rule: a masked run's best token needs confidence above this")
-          ->check(CLI::Range(0.0, 1.0))
-          ->capture_default_str()
-          ->group(group);
-  
-      app.add_option("--credit-alpha", params.credit_alpha,
-                     "credit rule: fused logits = logits + alpha * log(1 + credit)")
-          ->check(FiniteAtLeast(0))
-          ->capture_default_str()
-          ->group(group);
-  
-      app.add_option("--credit-beta", params.credit_beta, "credit rule: credit decay per step")
-          ->check(CLI::Range(0.0, 1.0))
-          ->capture_default_str()
-          ->group(group);
+                 "hierarchy rule: a masked run's best token needs confidence above this")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->group(group);
+
+  app.add_option("--credit-alpha", params.credit_alpha,
+                 "credit rule: fused logits = logits + alpha * log(1 + credit)")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str()
+      ->group(group);
+
+  app.add_option("--credit-beta", params.credit_beta, "credit rule: credit decay per step")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--credit-gamma", params.credit_gamma,
-                                          "credit rule: credit gained = p_top1 ^ gamma")
-                               ->check(FiniteAtLeast(0))
-                               ->capture_default_str()
-                               ->group(group);
+                 "credit rule: credit gained = p_top1 ^ gamma")
+      ->check(FiniteAtLeast(0))
+      ->capture_default_str()
+      ->group(group);
   app.add_flag("--early-stop", params.early_stop,
                "stop after the first finished block that contains EOS; the rest of the canvas "
                "becomes EOS (dInfer)")
@@ -215,17 +218,35 @@ StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   return p;
 }
 
-StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode,
-                                            std::shared_ptr<Backend> backend) {
+namespace {
+
+// Runs `load(progress)` with a progress line named after the file; NotFound for a missing file.
+template <typename Load>
+auto WithLoadProgress(const std::string& path, Load load) -> decltype(load(nullptr)) {
   if (!std::filesystem::exists(path)) return NotFoundError("model file not found: " + path);
   ProgressLine progress("loading " + std::filesystem::path(path).filename().string());
-  LoadOptions options;
-  options.weight_mode = mode;
-  options.backend = std::move(backend);
-  options.progress = [&](int done, int total) { progress.Update(done, total, "tensors"); };
-  auto loaded = LoadModel(path, options);
+  auto loaded = load([&](int done, int total) { progress.Update(done, total, "tensors"); });
   progress.Finish();
   return loaded;
+}
+
+}  // namespace
+
+StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode,
+                                            std::shared_ptr<Backend> backend) {
+  return WithLoadProgress(path, [&](std::function<void(int, int)> progress) {
+    LoadOptions options;
+    options.weight_mode = mode;
+    options.backend = std::move(backend);
+    options.progress = std::move(progress);
+    return LoadModel(path, options);
+  });
+}
+
+StatusOr<size_t> LoadModelWithProgress(Engine& engine, const std::string& path, WeightMode mode) {
+  return WithLoadProgress(path, [&](std::function<void(int, int)> progress) {
+    return engine.LoadModel(path, path, mode, std::move(progress));
+  });
 }
 
 }  // namespace unmask::tools

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "decode/diffusion_params.h"
+#include "engine/engine.h"
 #include "model/loader.h"
 
 namespace unmask::tools {
@@ -67,6 +68,8 @@ struct DiffusionArgs {
 // Loads a model onto `backend` (null: DefaultBackend()), drawing a progress line on stderr.
 StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode,
                                             std::shared_ptr<Backend> backend = nullptr);
+// Loads a model into `engine` (onto its backend), drawing a progress line; returns its index.
+StatusOr<size_t> LoadModelWithProgress(Engine& engine, const std::string& path, WeightMode mode);
 
 }  // namespace unmask::tools
 

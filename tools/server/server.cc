@@ -38,7 +38,9 @@ Server::Server(ServerOptions options)
                           {"status"});
   metrics_.DeclareGauge("model_info", "Loaded models (value 1)",
                         {"model", "engine", "architecture"});
-  engine_ = std::make_unique<Engine>(EngineOptions{options_.scheduler}, &metrics_);
+  EngineOptions eo;
+  eo.scheduler = options_.scheduler;
+  engine_ = std::make_unique<Engine>(eo, &metrics_, options_.backend);
   InstallRoutes();
 }
 
@@ -99,12 +101,9 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     }
     if (m->id == "auto") return InvalidArgumentError("'auto' is reserved for the router");
     if (progress) progress(i, options_.model_paths.size(), m->id);
-    LoadOptions lo;
-    lo.weight_mode = options_.weight_mode;
-    lo.backend = options_.backend;
-    auto loaded = LoadModel(m->path, lo);
-    if (!loaded.ok()) return loaded.status();
-    m->index = engine_->AddModel(m->id, std::move(loaded).value());
+    auto index = engine_->LoadModel(m->id, m->path, options_.weight_mode);
+    if (!index.ok()) return index.status();
+    m->index = *index;
     m->loaded = &engine_->model(m->index);
     metrics_.Set(
         "model_info",

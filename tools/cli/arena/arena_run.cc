@@ -37,7 +37,9 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
   o.max_batch = batch;
   o.max_queue = requests + batch;
   o.max_batched_tokens = int64_t{1} << 30;
-  Engine engine(EngineOptions{o}, nullptr);
+  EngineOptions eo;
+  eo.scheduler = o;
+  Engine engine(eo, nullptr, lm.backend);
   const size_t index = engine.AddModel(mode.name, &lm);
   UNMASK_RETURN_IF_ERROR(OnTemporaryThread([&] { return engine.StartServing(); }));
   Scheduler& sched = engine.scheduler();
