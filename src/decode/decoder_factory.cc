@@ -52,13 +52,22 @@ Status Unused(const DecodeOptions& o, const GivenParam& p, const std::string& wh
 
 // How the caller names parameter `name` in messages: as it wrote the given ones (flags: "--" and
 // dashes, e.g. --commit; request fields: the name itself).
-std::string LabelOf(const DecodeOptions& o, std::string_view name) {
+const GivenParam* FindGiven(const DecodeOptions& o, std::string_view name) {
   for (const GivenParam& g : o.given) {
-    if (g.name == name) return g.label;
+    if (g.name == name) return &g;
   }
-  const bool flags = !o.given.empty() && o.given.front().label.rfind("--", 0) == 0;
+  return nullptr;
+}
+
+// True when the caller writes parameters as command-line flags ("--top-k").
+bool FlagStyle(const DecodeOptions& o) {
+  return !o.given.empty() && o.given.front().label.rfind("--", 0) == 0;
+}
+
+std::string LabelOf(const DecodeOptions& o, std::string_view name) {
+  if (const GivenParam* g = FindGiven(o, name)) return g->label;
   std::string label(name);
-  if (flags) {
+  if (FlagStyle(o)) {
     std::replace(label.begin(), label.end(), '_', '-');
     label = "--" + label;
   }
@@ -72,8 +81,7 @@ std::string Describe(const DecoderModel& m) {
 }  // namespace
 
 bool Given(const DecodeOptions& options, std::string_view name) {
-  return std::any_of(options.given.begin(), options.given.end(),
-                     [&](const GivenParam& p) { return p.name == name; });
+  return FindGiven(options, name) != nullptr;
 }
 
 int64_t DiffusionCanvasLength(int64_t max_tokens, int64_t block_length) {
@@ -98,12 +106,7 @@ StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
   if (p.steps <= 0) p.steps = DefaultDiffusionSteps(p.gen_length, p.block_length);
   // The rule a parameter implies when no rule is named.
   const GivenParam* implied_by = nullptr;
-  auto find = [&](std::string_view name) -> const GivenParam* {
-    for (const GivenParam& g : o.given) {
-      if (g.name == name) return &g;
-    }
-    return nullptr;
-  };
+  auto find = [&](std::string_view name) { return FindGiven(o, name); };
   if (!Given(o, "commit")) {
     if ((implied_by = find("low_threshold")) != nullptr) {
       p.commit = CommitRule::kHierarchy;
@@ -169,7 +172,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
                                 " is not one");
   }
   // Parameters of another model kind or sampler.
-  const bool flags = !o.given.empty() && o.given.front().label.rfind("--", 0) == 0;
+  const bool flags = FlagStyle(o);
   const std::string dream_sampler_only =
       "applies to Dream's reference sampler, but the block-decoder " +
       std::string(flags ? "flags" : "parameters") + " given (" + LabelOf(o, "block_length") + ", " +

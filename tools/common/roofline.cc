@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <cstdlib>
+#include <random>
 #include <vector>
 
 #include "core/parallel.h"

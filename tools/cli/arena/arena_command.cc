@@ -209,13 +209,13 @@ int ArenaCommand::Run() const {
     const bool explicit_flag = validate_option != nullptr && validate_option->count() > 0;
     if (explicit_flag && std::find(batches.begin(), batches.end(), b) == batches.end()) {
       return FailWith(kWho, InvalidArgumentError("--validate-batch " + std::to_string(b) +
-                                       " is not one of the --batch sizes"));
+                                                 " is not one of the --batch sizes"));
     }
   }
   if (block_length > gen_length) {
     return FailWith(kWho, InvalidArgumentError("--block-length " + std::to_string(block_length) +
-                                     " is longer than the output (-n " +
-                                     std::to_string(gen_length) + ")"));
+                                               " is longer than the output (-n " +
+                                               std::to_string(gen_length) + ")"));
   }
   // The output folder is made and tried now: a typo should not cost the whole run.
   {
@@ -224,7 +224,7 @@ int ArenaCommand::Run() const {
     const std::string probe = out_dir + "/.arena-write-test";
     if (ec || !WriteText(probe, "").ok()) {
       return FailWith(kWho, InvalidArgumentError("--out " + out_dir + ": cannot write there" +
-                                       (ec ? " (" + ec.message() + ")" : std::string())));
+                                                 (ec ? " (" + ec.message() + ")" : std::string())));
     }
     std::filesystem::remove(probe, ec);
   }
@@ -293,7 +293,8 @@ int ArenaCommand::Run() const {
         [&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return FailWith(kWho, lm.status());
     if (lm->model->config().is_diffusion()) {
-      return FailWith(kWho, InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
+      return FailWith(kWho,
+                      InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
     }
     draft_lm = std::move(*lm);
   }
@@ -314,10 +315,13 @@ int ArenaCommand::Run() const {
        {std::pair{models.diffusion, "the diffusion model"},
         std::pair{models.draft, "--draft-model"}, std::pair{judge, "the judge"}}) {
     if (lm != nullptr && lm->model->config().vocab_size != vocab) {
-      return FailWith(kWho, InvalidArgumentError(
-          std::string(role) + "'s vocabulary (" + std::to_string(lm->model->config().vocab_size) +
-          " tokens) differs from the AR model's (" + std::to_string(vocab) +
-          "); the arena compares models of one tokenizer (--no-quality skips the judge)"));
+      return FailWith(
+          kWho,
+          InvalidArgumentError(
+              std::string(role) + "'s vocabulary (" +
+              std::to_string(lm->model->config().vocab_size) +
+              " tokens) differs from the AR model's (" + std::to_string(vocab) +
+              "); the arena compares models of one tokenizer (--no-quality skips the judge)"));
     }
   }
   if (judge != nullptr && !no_quality && judge->model->config().is_diffusion()) {
@@ -329,7 +333,8 @@ int ArenaCommand::Run() const {
       prompts_file.empty() ? HeldOutStories(DefaultArenaCorpus()) : ReadPromptFile(prompts_file);
   if (!texts.ok()) {
     return FailWith(kWho, texts.status().WithContext(
-        prompts_file.empty() ? "the default prompts (give --prompts FILE)" : "--prompts"));
+                              prompts_file.empty() ? "the default prompts (give --prompts FILE)"
+                                                   : "--prompts"));
   }
   std::map<const LoadedModel*, std::vector<std::vector<int32_t>>> prompts;
   for (const LoadedModel* lm : {models.diffusion, models.ar}) {
@@ -339,10 +344,11 @@ int ArenaCommand::Run() const {
     const int64_t canvas = DiffusionCanvasLength(gen_length, block_length);
     const int64_t need = prompt_length + (lm->model->config().is_diffusion() ? canvas : gen_length);
     if (need > lm->model->config().context_length) {
-      return FailWith(kWho, OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +
-                                  std::to_string(need - prompt_length) + " tokens exceed " +
-                                  Base(lm->file->path()) + "'s context of " +
-                                  std::to_string(lm->model->config().context_length)));
+      return FailWith(kWho,
+                      OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +
+                                      std::to_string(need - prompt_length) + " tokens exceed " +
+                                      Base(lm->file->path()) + "'s context of " +
+                                      std::to_string(lm->model->config().context_length)));
     }
     prompts[lm] = std::move(*ids);
   }
@@ -454,7 +460,7 @@ int ArenaCommand::Run() const {
     auto tps = PredictTps(*mode, row, target, drafter, r, &measured_rates[&target]);
     if (!roofline.ok() || !tps.ok()) {
       return FailWith(kWho, (roofline.ok() ? tps.status() : roofline.status())
-                      .WithContext("planner for " + row.mode));
+                                .WithContext("planner for " + row.mode));
     }
     r.validation.push_back({row.mode, row.batch, row.tokens_per_second, roofline->tokens_per_second,
                             tps->tokens_per_second, row.forward_share, row.ms_per_forward,
