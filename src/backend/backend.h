@@ -11,16 +11,22 @@
 #include <string>
 #include <string_view>
 
+#include "core/compute.h"
 #include "core/device.h"
 #include "core/status.h"
 
 namespace unmask {
 
-// What a tool asks for when it creates a backend (the CLI's -t / --blas flags).
+// What a tool asks for when it creates a backend (the CLI's -t / --blas / --compute flags).
 struct BackendOptions {
   std::string device = "cpu";   // DeviceName: "cpu" | "cuda" (no CUDA backend in this build)
   int num_threads = 0;          // <= 0: all hardware threads
   std::string gemm = "onednn";  // GEMM provider: "onednn" | "openblas" | "reference" (tests)
+  // The number type of the packed weights' products (core/compute.h): "auto" | "f32" | "bf16" |
+  // "int8". "auto" is f32: the type whose outputs every golden and conformance case pins; bf16
+  // and int8 change some greedy tokens (docs/decoding.md "Compute precision" has the measured
+  // agreement), so they are opted into.
+  std::string compute = "auto";
 };
 
 // One device's compute settings. Shared by the models loaded with it (std::shared_ptr); its
@@ -40,19 +46,30 @@ class Backend {
   virtual Device device() const = 0;
   // The options it was created with.
   virtual const BackendOptions& options() const = 0;
-  // One line for reports, e.g. "onednn 2.7.3, 2 threads, avx2" or
+  // One line for reports, e.g. "onednn 2.6.3 (avx512_core_amx), 2 threads, avx512, bf16 compute" or
   // "openblas 0.3.21 (core Haswell, OPENBLAS_CORETYPE set by unmask), 2 threads, avx2".
   virtual std::string Describe() const = 0;
   // Threads the backend's loops and libraries use (>= 1).
   virtual int num_threads() const = 0;
-  // The f32 GEMM peak this backend reaches now: y[512, 2048] = x[512, 768] W^T with W prepacked,
-  // best of `reps` (>= 1) timed runs after a warm-up, in GFLOP/s (the roofline's compute axis;
-  // about 1.6 GFLOP per run). Errors: InvalidArgument for reps < 1; those of the GEMM library.
-  virtual StatusOr<double> MeasureGemmPeakGflops(int reps) const = 0;
+  // The compute type models loaded onto this backend pack their weights in: options().compute
+  // resolved ("auto" -> f32), or f32 where the device cannot run the requested type fast (then
+  // compute_note() says why).
+  virtual ComputeType compute() const = 0;
+  // Empty, or one sentence on how compute() differs from the request, e.g. "bf16 compute: this
+  // CPU (oneDNN ISA avx2) has no bf16 matrix instructions (AVX512-BF16 or AMX); using f32".
+  virtual std::string compute_note() const = 0;
+  // The GEMM peak this backend reaches now in `type`: y[512, 2048] = x[512, 768] W^T with W
+  // prepacked (as the models' kPacked weights are), best of `reps` (>= 1) timed runs after a
+  // warm-up, in GFLOP/s (GOP/s for int8; the roofline's compute axis; about 1.6 GFLOP per run).
+  // Errors: InvalidArgument for reps < 1; FailedPrecondition for bf16 / int8 on a GEMM provider
+  // without them; those of the GEMM library.
+  virtual StatusOr<double> MeasureGemmPeakGflops(int reps,
+                                                 ComputeType type = ComputeType::kF32) const = 0;
 };
 
-// Creates and applies a backend. Errors: InvalidArgument for an unknown device name or GEMM
-// provider name (the message lists the known ones); Unimplemented for "cuda" (this build has no
+// Creates and applies a backend. Errors: InvalidArgument for an unknown device name, GEMM
+// provider name or compute type (the message lists the known ones), or for bf16 / int8 compute
+// with a GEMM provider other than oneDNN; Unimplemented for "cuda" (this build has no
 // CUDA backend); FailedPrecondition when the provider's library cannot be loaded (e.g.
 // libopenblas.so.0 missing; the message has the dlopen error). On error no setting changes.
 StatusOr<std::shared_ptr<Backend>> CreateBackend(const BackendOptions& options);

@@ -15,18 +15,38 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
-WeightMode ChooseWeightMode(const gguf::GgufFile& f, const ModelConfig& config,
-                            WeightMode requested) {
+// The weight mode for `requested` and the backend's compute type. Errors: InvalidArgument for
+// kOnTheFly with a compute type other than f32; ResourceExhausted when packed weights of that
+// type would not fit (only bf16 / int8 compute insist on packing).
+StatusOr<WeightMode> ChooseWeightMode(const gguf::GgufFile& f, const ModelConfig& config,
+                                      WeightMode requested, ComputeType compute) {
+  const bool low_precision = compute != ComputeType::kF32;
+  if (requested == WeightMode::kOnTheFly && low_precision) {
+    return InvalidArgumentError(
+        f.path() + ": " + std::string(ComputeTypeName(compute)) +
+        " compute multiplies packed weights; weights kept in their stored types (native) are "
+        "multiplied in f32 or with int8 activations by their own kernels: use packed (or auto) "
+        "weights with it, or f32 compute");
+  }
   if (requested != WeightMode::kAuto) return requested;
   // AR decoding feeds one position per forward: it is bound by the bytes of weights read, so the
-  // weights stay in their stored width (a Q4 file reads ~7x fewer bytes than f32 copies).
-  if (!config.is_diffusion()) return WeightMode::kOnTheFly;
-  uint64_t f32_bytes = 0;
+  // weights stay in their stored width (a Q4 file reads ~7x fewer bytes than f32 copies), unless
+  // a lower-precision compute type was asked for (it needs packed weights).
+  if (!config.is_diffusion() && !low_precision) return WeightMode::kOnTheFly;
+  uint64_t packed_bytes = 0;
   for (const gguf::TensorInfo& t : f.tensors()) {
-    f32_bytes += static_cast<uint64_t>(t.num_elements()) * 4;
+    packed_bytes += static_cast<uint64_t>(t.num_elements()) *
+                    static_cast<uint64_t>(ComputeTypeBytes(compute));
   }
   const uint64_t memory = PhysicalMemoryBytes();
-  return (memory == 0 || f32_bytes <= memory / 2) ? WeightMode::kPackedF32 : WeightMode::kOnTheFly;
+  if (memory == 0 || packed_bytes <= memory / 2) return WeightMode::kPacked;
+  if (low_precision) {
+    return ResourceExhaustedError(
+        f.path() + ": its weights packed for " + std::string(ComputeTypeName(compute)) +
+        " compute would take " + std::to_string(packed_bytes >> 20) + " MiB, more than half of " +
+        "this machine's " + std::to_string(memory >> 20) + " MiB of memory");
+  }
+  return WeightMode::kOnTheFly;
 }
 
 }  // namespace
@@ -43,11 +63,13 @@ StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& opti
     return FailedPreconditionError(path + ": diffusion model '" + config.architecture +
                                    "' has no mask token (tokenizer.ggml.mask_token_id)");
   }
-  out.weight_mode = ChooseWeightMode(*file, config, options.weight_mode);
   out.backend = options.backend ? options.backend : DefaultBackend();
-  UNMASK_ASSIGN_OR_RETURN(auto model,
-                          TransformerModel::Create(file, std::move(config), out.weight_mode,
-                                                   options.progress, out.backend));
+  const ComputeType compute = out.backend->compute();
+  UNMASK_ASSIGN_OR_RETURN(out.weight_mode,
+                          ChooseWeightMode(*file, config, options.weight_mode, compute));
+  UNMASK_ASSIGN_OR_RETURN(
+      auto model, TransformerModel::Create(file, std::move(config), out.weight_mode, compute,
+                                           options.progress, out.backend));
   if (out.tokenizer->vocab_size() > model->config().vocab_size) {
     return InvalidArgumentError(path + ": the tokenizer has " +
                                 std::to_string(out.tokenizer->vocab_size()) +

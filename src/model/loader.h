@@ -19,9 +19,10 @@ namespace unmask {
 
 struct LoadOptions {
   // kAuto: causal (AR) models keep their stored dtype (kOnTheFly: batch-1 decoding is bound by
-  // the bytes of weights read); diffusion models get f32-packed weights (their forwards are GEMMs
-  // over many positions) when the f32 size fits in half of physical memory, else kept in
-  // the file's dtype (kOnTheFly).
+  // the bytes of weights read) when the backend computes in f32; diffusion models, and AR models
+  // on a bf16 / int8 backend, get packed weights in the backend's compute type
+  // (Backend::compute(); their forwards are GEMMs over many positions) when the packed size fits
+  // in half of physical memory, else (f32 only) kept in the file's dtype (kOnTheFly).
   WeightMode weight_mode = WeightMode::kAuto;
   // Called as tensors are prepared: (done, total).
   std::function<void(int, int)> progress;
@@ -33,12 +34,13 @@ struct LoadedModel {
   std::shared_ptr<const gguf::GgufFile> file;
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
-  WeightMode weight_mode = WeightMode::kPackedF32;  // the mode actually used
+  WeightMode weight_mode = WeightMode::kPacked;  // the mode actually used
   std::shared_ptr<Backend> backend;                 // the model's backend (model->backend())
 };
 
 // Errors: those of GgufFile::Open, ReadModelConfig, Tokenizer::FromGguf and model creation, each
-// naming the file; FailedPrecondition when a diffusion model has no mask token; Unimplemented for
+// naming the file; InvalidArgument for kOnTheFly weights on a bf16 / int8 backend;
+// ResourceExhausted when bf16 / int8 packed weights would not fit in half of memory; FailedPrecondition when a diffusion model has no mask token; Unimplemented for
 // a backend the transformer cannot run on (any but the CPU backend in this build).
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
 

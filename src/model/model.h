@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/compute.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "kv/kv_cache.h"
@@ -109,6 +110,9 @@ class Model {
 
   // Bytes of weights resident in memory (packed copies plus mmap'd data in use).
   virtual size_t weight_bytes() const = 0;
+  // The number type of the projections' products (the packed weights' compute type; f32 for
+  // weights kept in their stored type). Attention, norms and the KV cache are f32 in every case.
+  virtual ComputeType compute() const { return ComputeType::kF32; }
 };
 
 }  // namespace unmask

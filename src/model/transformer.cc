@@ -97,9 +97,9 @@ void AddBias(float* p, int64_t n, const std::vector<float>& bias) {
 }
 
 StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& name, int64_t rows,
-                                 int64_t cols, WeightMode mode) {
+                                 int64_t cols, WeightMode mode, ComputeType compute) {
   UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {rows, cols}));
-  auto w = LinearWeight::Prepare(std::span<const TensorView>(&t, 1), mode);
+  auto w = LinearWeight::Prepare(std::span<const TensorView>(&t, 1), mode, compute);
   if (!w.ok()) return w.status().WithContext(f.path() + ": tensor '" + name + "'");
   return w;
 }
@@ -108,7 +108,8 @@ StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& nam
 
 StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     std::shared_ptr<const gguf::GgufFile> file, ModelConfig config, WeightMode mode,
-    const std::function<void(int, int)>& progress, std::shared_ptr<const Backend> backend) {
+    ComputeType compute, const std::function<void(int, int)>& progress,
+    std::shared_ptr<const Backend> backend) {
   if (backend == nullptr) return InvalidArgumentError("TransformerModel::Create: null backend");
   if (backend->device() != Device::kCpu) {
     return UnimplementedError(file->path() + ": the transformer keeps its weights in host " +
@@ -165,11 +166,11 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(L.attn_norm, GetVector(f, p + "attn_norm.weight", d));
     UNMASK_ASSIGN_OR_RETURN(L.ffn_norm, GetVector(f, p + "ffn_norm.weight", d));
     tick(2);
-    UNMASK_ASSIGN_OR_RETURN(L.wq, GetLinear(f, p + "attn_q.weight", q, d, mode));
+    UNMASK_ASSIGN_OR_RETURN(L.wq, GetLinear(f, p + "attn_q.weight", q, d, mode, compute));
     tick();
-    UNMASK_ASSIGN_OR_RETURN(L.wk, GetLinear(f, p + "attn_k.weight", kv, d, mode));
+    UNMASK_ASSIGN_OR_RETURN(L.wk, GetLinear(f, p + "attn_k.weight", kv, d, mode, compute));
     tick();
-    UNMASK_ASSIGN_OR_RETURN(L.wv, GetLinear(f, p + "attn_v.weight", kv, d, mode));
+    UNMASK_ASSIGN_OR_RETURN(L.wv, GetLinear(f, p + "attn_v.weight", kv, d, mode, compute));
     tick();
     if (f.FindTensor(p + "attn_qkv.weight") != nullptr) {
       return UnimplementedError(f.path() + ": fused tensor '" + p +
@@ -178,26 +179,27 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(L.bq, GetBias(f, p + "attn_q.bias", q));
     UNMASK_ASSIGN_OR_RETURN(L.bk, GetBias(f, p + "attn_k.bias", kv));
     UNMASK_ASSIGN_OR_RETURN(L.bv, GetBias(f, p + "attn_v.bias", kv));
-    UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode));
+    UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode, compute));
     tick();
     UNMASK_ASSIGN_OR_RETURN(TensorView gate, GetTensor(f, p + "ffn_gate.weight", {c.ffn_size, d}));
     UNMASK_ASSIGN_OR_RETURN(TensorView up, GetTensor(f, p + "ffn_up.weight", {c.ffn_size, d}));
     const TensorView parts[2] = {gate, up};
-    auto gate_up = LinearWeight::Prepare(parts, mode);
+    auto gate_up = LinearWeight::Prepare(parts, mode, compute);
     if (!gate_up.ok()) return gate_up.status().WithContext(f.path() + ": " + p + "ffn_gate/ffn_up");
     L.gate_up = std::move(gate_up).value();
     tick(2);
-    UNMASK_ASSIGN_OR_RETURN(L.down, GetLinear(f, p + "ffn_down.weight", d, c.ffn_size, mode));
+    UNMASK_ASSIGN_OR_RETURN(L.down, GetLinear(f, p + "ffn_down.weight", d, c.ffn_size, mode, compute));
     tick();
   }
   UNMASK_ASSIGN_OR_RETURN(m->output_norm_, GetVector(f, "output_norm.weight", d));
   tick();
   if (c.tied_output) {
-    auto out = LinearWeight::Prepare(std::span<const TensorView>(&m->token_embd_, 1), mode);
+    auto out = LinearWeight::Prepare(std::span<const TensorView>(&m->token_embd_, 1), mode,
+                                     compute);
     if (!out.ok()) return out.status().WithContext(f.path() + ": tied output (token_embd.weight)");
     m->output_ = std::move(out).value();
   } else {
-    UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode));
+    UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode, compute));
     tick();
   }
   UNMASK_ASSIGN_OR_RETURN(m->output_bias_, GetBias(f, "output.bias", c.vocab_size));
@@ -209,6 +211,7 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
   }
   if (mode == WeightMode::kOnTheFly) bytes += f.file_size();
   m->weight_bytes_ = bytes;
+  m->compute_ = mode == WeightMode::kOnTheFly ? ComputeType::kF32 : compute;
   m->config_ = std::move(config);
   return m;
 }

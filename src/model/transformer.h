@@ -43,10 +43,12 @@ class TransformerModel final : public Model {
   // host memory, so it must be a CPU backend.
   // Errors: NotFound naming a missing tensor; InvalidArgument naming a tensor whose shape or dtype
   // does not match the hyper-parameters or for a null backend; Unimplemented for a backend whose
-  // device is not kCpu.
+  // device is not kCpu. `compute` is the packed weights' compute type (kF32 with kOnTheFly);
+  // errors of LinearWeight::Prepare name the tensor.
   static StatusOr<std::unique_ptr<TransformerModel>> Create(
       std::shared_ptr<const gguf::GgufFile> file, ModelConfig config, WeightMode mode,
-      const std::function<void(int, int)>& progress, std::shared_ptr<const Backend> backend);
+      ComputeType compute, const std::function<void(int, int)>& progress,
+      std::shared_ptr<const Backend> backend);
 
   const ModelConfig& config() const override { return config_; }
   const Backend& backend() const override { return *backend_; }
@@ -54,6 +56,7 @@ class TransformerModel final : public Model {
   Status Forward(const BatchPlan& plan, KvCache* kv, Workspace& ws, TensorView logits,
                  ForwardStats* stats) const override;
   size_t weight_bytes() const override { return weight_bytes_; }
+  ComputeType compute() const override { return compute_; }
 
  private:
   TransformerModel() = default;
@@ -68,6 +71,7 @@ class TransformerModel final : public Model {
   LinearWeight output_;             // [vocab, hidden]
   std::vector<float> output_bias_;  // [vocab] (output.bias, Dream); empty when absent
   size_t weight_bytes_ = 0;
+  ComputeType compute_ = ComputeType::kF32;
 };
 
 }  // namespace unmask

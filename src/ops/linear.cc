@@ -87,23 +87,37 @@ LinearWeight& LinearWeight::operator=(LinearWeight&&) noexcept = default;
 
 int64_t LinearWeight::out_features() const { return impl_ ? impl_->n : 0; }
 int64_t LinearWeight::in_features() const { return impl_ ? impl_->k : 0; }
-WeightMode LinearWeight::mode() const { return impl_ ? impl_->mode : WeightMode::kPackedF32; }
+WeightMode LinearWeight::mode() const { return impl_ ? impl_->mode : WeightMode::kPacked; }
 size_t LinearWeight::owned_bytes() const { return impl_ ? impl_->owned_bytes : 0; }
+ComputeType LinearWeight::compute() const {
+  return impl_ && impl_->mode == WeightMode::kPacked ? impl_->packed.type() : ComputeType::kF32;
+}
 
-StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, WeightMode mode) {
-  if (mode != WeightMode::kAuto && mode != WeightMode::kPackedF32 &&
+StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, WeightMode mode,
+                                             ComputeType compute) {
+  if (mode != WeightMode::kAuto && mode != WeightMode::kPacked &&
       mode != WeightMode::kOnTheFly) {
     return InvalidArgumentError("LinearWeight::Prepare: unknown WeightMode value " +
                                 std::to_string(static_cast<int>(mode)));
+  }
+  if (!ComputeTypeFromName(ComputeTypeName(compute))) {
+    return InvalidArgumentError("LinearWeight::Prepare: unknown ComputeType value " +
+                                std::to_string(static_cast<int>(compute)));
+  }
+  if (mode == WeightMode::kOnTheFly && compute != ComputeType::kF32) {
+    return InvalidArgumentError(
+        "LinearWeight::Prepare: " + std::string(ComputeTypeName(compute)) +
+        " compute needs packed weights; weights kept in their stored type (kOnTheFly) are "
+        "multiplied by the fused f32 / int8-activation kernels");
   }
   int64_t n = 0, k = 0;
   UNMASK_RETURN_IF_ERROR(CheckParts(parts, &n, &k));
   auto impl = std::make_unique<Impl>();
   impl->n = n;
   impl->k = k;
-  impl->mode = mode == WeightMode::kOnTheFly ? WeightMode::kOnTheFly : WeightMode::kPackedF32;
+  impl->mode = mode == WeightMode::kOnTheFly ? WeightMode::kOnTheFly : WeightMode::kPacked;
   try {
-    if (impl->mode == WeightMode::kPackedF32) {
+    if (impl->mode == WeightMode::kPacked) {
       auto dense = AllocateAligned(static_cast<size_t>(n * k) * sizeof(float));
       auto* dst = static_cast<float*>(dense.get());
       int64_t row0 = 0;
@@ -118,7 +132,7 @@ StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, 
         });
         row0 += p.shape[0];
       }
-      UNMASK_ASSIGN_OR_RETURN(impl->packed, cpu::PackedGemm::Pack(std::move(dense), n, k));
+      UNMASK_ASSIGN_OR_RETURN(impl->packed, cpu::PackedGemm::Pack(std::move(dense), n, k, compute));
       impl->owned_bytes = impl->packed.bytes();
     } else {
       int64_t row0 = 0;
@@ -177,7 +191,7 @@ Status Linear(const TensorView& x, const LinearWeight& w, TensorView y) {
   switch (device) {
     case Device::kCpu:
       if (m == 0) return Status::Ok();
-      if (impl->mode == WeightMode::kPackedF32) {
+      if (impl->mode == WeightMode::kPacked) {
         return impl->packed.Run(x.as<float>(), m, y.as<float>());
       }
       cpu::LinearOnTheFly(*impl, x.as<float>(), m, y.as<float>());

@@ -6,18 +6,21 @@
 #include <memory>
 #include <span>
 
+#include "core/compute.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
 namespace unmask {
 
 // How a weight is kept in memory:
-//   kPackedF32: dequantized to f32 once and prepacked for the GEMM provider (fastest; 4
-//   bytes/param). kOnTheFly:  kept in its stored dtype (e.g. the mmap'd F16/Q8_0 data, no copy);
-//   panels of rows are
-//               dequantized to f32 inside Linear (memory of the original file; slower).
-//   kAuto:      kPackedF32 unless the caller's budget says otherwise (decided by the model loader).
-enum class WeightMode { kAuto, kPackedF32, kOnTheFly };
+//   kPacked:   dequantized once and prepacked for the GEMM provider in the compute type of
+//              Prepare (core/compute.h): f32 4 bytes per weight, bf16 2, int8 1 (+ a scale per
+//              row). The fast path of products over many rows.
+//   kOnTheFly: kept in its stored dtype (e.g. the mmap'd F16/Q8_0 data, no copy); M <= 16 runs
+//              fused kernels that read each weight once, larger M dequantizes panels of rows to
+//              f32 inside Linear (memory of the original file; slower for large M).
+//   kAuto:     kPacked unless the caller's budget says otherwise (decided by the model loader).
+enum class WeightMode { kAuto, kPacked, kOnTheFly };
 
 // A weight matrix W [out_features, in_features] (row-major, as GGUF stores a {in, out} tensor),
 // ready for Linear. Move-only; owns any packed copy. Thread-safe for concurrent Linear calls.
@@ -36,11 +39,18 @@ class LinearWeight {
   // (the model keeps its mmap'd GGUF alive).
   // Errors: InvalidArgument on shape/dtype mismatch or unsupported dtype; Unimplemented for a
   // part that is not in host memory (device other than kCpu).
-  static StatusOr<LinearWeight> Prepare(std::span<const TensorView> parts, WeightMode mode);
+  // compute: the number type of the packed product (kPacked; kAuto is kPacked). kOnTheFly takes
+  // kF32 only (InvalidArgument otherwise). bf16 and int8 need the oneDNN GEMM provider
+  // (FailedPrecondition otherwise); int8 refuses a weight holding NaN or infinity
+  // (InvalidArgument).
+  static StatusOr<LinearWeight> Prepare(std::span<const TensorView> parts, WeightMode mode,
+                                        ComputeType compute = ComputeType::kF32);
 
   int64_t out_features() const;
   int64_t in_features() const;
   WeightMode mode() const;  // never kAuto after Prepare
+  // The number type of the product: the packed type, kF32 for kOnTheFly.
+  ComputeType compute() const;
   // Where the prepared weight lives: kCpu (Prepare takes host memory and keeps it there).
   Device device() const { return Device::kCpu; }
   // Bytes of memory held by this object (packed copies), 0 for referenced data.
@@ -61,7 +71,7 @@ class LinearWeight {
 //          integer dot products: memory-bound instead of decode-bound (1.4-1.7x kF32 on one
 //          core). y differs from the exact product by the activation rounding: per x block b,
 //          |error| <= 0.51 * (max_{k in b} |x_k| / 127) * sum_{k in b} |w_k|, plus f32 rounding.
-//   kF32:  the f32 dot product of the exactly dequantized weights and x (what kPackedF32 and
+//   kF32:  the f32 dot product of the exactly dequantized weights and x (what kPacked and
 //          M > 16 compute, up to summation order); decode-bound.
 enum class QuantActivations { kInt8, kF32 };
 void SetQuantActivations(QuantActivations activations);

@@ -27,9 +27,9 @@ struct LinearWeight::Impl {
 
   int64_t n = 0;  // out_features
   int64_t k = 0;  // in_features
-  WeightMode mode = WeightMode::kPackedF32;
+  WeightMode mode = WeightMode::kPacked;
   size_t owned_bytes = 0;
-  cpu::PackedGemm packed;                                    // kPackedF32
+  cpu::PackedGemm packed;                                    // kPacked
   std::vector<Segment> segments;                             // kOnTheFly, in row order
   std::vector<std::unique_ptr<void, AlignedDeleter>> owned;  // copies behind segments
 };

@@ -151,7 +151,7 @@ TEST(LladaModelTest, WeightModesAndDtypesAgree) {
     spec.weight_type = type;
     const std::string path = Write(spec, "typed");
     const std::vector<float> packed =
-        RunForward(*Load(path, WeightMode::kPackedF32).model, tokens, rows);
+        RunForward(*Load(path, WeightMode::kPacked).model, tokens, rows);
     const std::vector<float> native =
         RunForward(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
     EXPECT_LT(MaxAbsDiff(packed, native), 1e-4) << static_cast<int>(type);

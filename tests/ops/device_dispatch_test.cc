@@ -116,13 +116,13 @@ TEST(DeviceDispatchTest, Linear) {
   std::vector<float> w(8, 1.0f), x(4, 1.0f), y(2, kNaN);
   const TensorView cuda_w = On(kCuda, w, {2, 4});
   const auto on_device =
-      LinearWeight::Prepare(std::span<const TensorView>(&cuda_w, 1), WeightMode::kPackedF32);
+      LinearWeight::Prepare(std::span<const TensorView>(&cuda_w, 1), WeightMode::kPacked);
   ASSERT_FALSE(on_device.ok());
   EXPECT_EQ(on_device.status().code(), StatusCode::kUnimplemented) << on_device.status().ToString();
   EXPECT_NE(on_device.status().message().find("cuda"), std::string::npos);
 
   const TensorView host_w = testing::View(w, {2, 4});
-  for (WeightMode mode : {WeightMode::kPackedF32, WeightMode::kOnTheFly}) {
+  for (WeightMode mode : {WeightMode::kPacked, WeightMode::kOnTheFly}) {
     auto lw = LinearWeight::Prepare(std::span<const TensorView>(&host_w, 1), mode);
     ASSERT_TRUE(lw.ok()) << lw.status().ToString();
     EXPECT_EQ(lw->device(), Device::kCpu);

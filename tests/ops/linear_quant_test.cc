@@ -4,7 +4,7 @@
 // the reference-dequantized weights (ops/ref/quant_ref) and the exact x.
 //
 // Tolerance per element y_i = sum_k w_k x_k (float64 reference y_ref):
-//  * exact weights and activations (kPackedF32, M = 5, QuantActivations::kF32): only f32
+//  * exact weights and activations (kPacked, M = 5, QuantActivations::kF32): only f32
 //    dot-product rounding, |y - y_ref| <= gamma_K * sum_k |w_k| |x_k| + u |y_ref| (gamma_K =
 //    K u / (1 - K u), any summation order, with or without FMA).
 //  * int8 activations (kOnTheFly, M <= 16, kInt8): x_k is replaced by d_b q_k with
@@ -289,7 +289,7 @@ TEST_P(LinearQuantTest, KNotAWholeNumberOfBlocksIsRejected) {
 INSTANTIATE_TEST_SUITE_P(
     QuantTypesAndModes, LinearQuantTest,
     ::testing::Combine(::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K),
-                       ::testing::Values(WeightMode::kPackedF32, WeightMode::kOnTheFly),
+                       ::testing::Values(WeightMode::kPacked, WeightMode::kOnTheFly),
                        ::testing::Values(QuantActivations::kInt8, QuantActivations::kF32)),
     [](const ::testing::TestParamInfo<QuantParam>& p) {
       return std::string(DTypeName(std::get<0>(p.param))) + "_" + ModeName(std::get<1>(p.param)) +
@@ -342,7 +342,7 @@ TEST_P(LinearQuantMixedTest, PartsOfEveryQuantizedType) {
                       !testing::IsQuantType(dtypes[p]));
   }
   const int64_t n = static_cast<int64_t>(w_f32.size()) / k;
-  for (WeightMode mode : {WeightMode::kOnTheFly, WeightMode::kPackedF32}) {
+  for (WeightMode mode : {WeightMode::kOnTheFly, WeightMode::kPacked}) {
     auto weight = LinearWeight::Prepare(parts, mode);
     ASSERT_TRUE(weight.ok()) << weight.status().ToString();
     ASSERT_EQ(weight->out_features(), n);

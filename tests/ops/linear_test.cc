@@ -65,7 +65,7 @@ std::string ModeName(WeightMode mode) {
   switch (mode) {
     case WeightMode::kAuto:
       return "auto";
-    case WeightMode::kPackedF32:
+    case WeightMode::kPacked:
       return "packed";
     case WeightMode::kOnTheFly:
       return "onthefly";
@@ -168,7 +168,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(testing::AllProviders()),
                        ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
                                          DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K),
-                       ::testing::Values(WeightMode::kPackedF32, WeightMode::kOnTheFly)),
+                       ::testing::Values(WeightMode::kPacked, WeightMode::kOnTheFly)),
     [](const ::testing::TestParamInfo<LinearParam>& p) {
       return std::string(cpu::GemmProviderName(std::get<0>(p.param))) + "_" +
              std::string(DTypeName(std::get<1>(p.param))) + "_" + ModeName(std::get<2>(p.param));
@@ -178,7 +178,7 @@ TEST(LinearWeightTest, ModesAndOwnedBytes) {
   const testing::Table f16 = testing::MakeTable(DType::kF16, 48, 64, 1);
   auto automatic = LinearWeight::Prepare({&f16.view, 1}, WeightMode::kAuto);
   ASSERT_TRUE(automatic.ok());
-  EXPECT_EQ(automatic->mode(), WeightMode::kPackedF32);
+  EXPECT_EQ(automatic->mode(), WeightMode::kPacked);
   EXPECT_GE(automatic->owned_bytes(), size_t{48 * 64 * 4});  // f32 (maybe padded when packed)
 
   auto single = LinearWeight::Prepare({&f16.view, 1}, WeightMode::kOnTheFly);
@@ -210,7 +210,7 @@ TEST(LinearWeightTest, OnTheFlySinglePartReferencesTheData) {
 
 TEST(LinearWeightTest, MoveLeavesAnEmptyWeightThatLinearRejects) {
   const testing::Table f32 = testing::MakeTable(DType::kF32, 3, 5, 1);
-  auto prepared = LinearWeight::Prepare({&f32.view, 1}, WeightMode::kPackedF32);
+  auto prepared = LinearWeight::Prepare({&f32.view, 1}, WeightMode::kPacked);
   ASSERT_TRUE(prepared.ok());
   LinearWeight a = std::move(prepared).value();
   LinearWeight b = std::move(a);
@@ -224,7 +224,7 @@ TEST(LinearWeightTest, MoveLeavesAnEmptyWeightThatLinearRejects) {
 // cache is shared); each result must match the reference.
 TEST(LinearWeightTest, ConcurrentCallsAreThreadSafe) {
   const testing::Table w = testing::MakeTable(DType::kF32, 70, 96, 3);
-  for (WeightMode mode : {WeightMode::kPackedF32, WeightMode::kOnTheFly}) {
+  for (WeightMode mode : {WeightMode::kPacked, WeightMode::kOnTheFly}) {
     auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
     ASSERT_TRUE(weight.ok());
     std::vector<std::thread> threads;
@@ -254,7 +254,7 @@ TEST(LinearWeightTest, OneDnnPrimitiveCacheIsKeyedByShapeAndBounded) {
   ASSERT_TRUE(testing::SelectProvider(GemmProvider::kOneDnn).ok());
   cpu::onednn::ClearPrimitiveCache();
   const testing::Table w = testing::MakeTable(DType::kF32, 16, 16, 1);
-  auto weight = LinearWeight::Prepare({&w.view, 1}, WeightMode::kPackedF32);
+  auto weight = LinearWeight::Prepare({&w.view, 1}, WeightMode::kPacked);
   ASSERT_TRUE(weight.ok());
   auto run = [&](int64_t m) {
     std::vector<float> x(static_cast<size_t>(m * 16), 1.0f), y(static_cast<size_t>(m * 16));
@@ -267,7 +267,7 @@ TEST(LinearWeightTest, OneDnnPrimitiveCacheIsKeyedByShapeAndBounded) {
   run(4);
   EXPECT_EQ(cpu::onednn::CachedPrimitives(), 2u);
   // A second weight of the same shape shares the entries.
-  auto other = LinearWeight::Prepare({&w.view, 1}, WeightMode::kPackedF32);
+  auto other = LinearWeight::Prepare({&w.view, 1}, WeightMode::kPacked);
   ASSERT_TRUE(other.ok());
   std::vector<float> x(3 * 16, 1.0f), y(3 * 16);
   ASSERT_TRUE(Linear(testing::View(x, Shape{3, 16}), *other, testing::View(y, Shape{3, 16})).ok());
@@ -292,32 +292,32 @@ TEST(LinearWeightTest, PrepareErrors) {
     EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument) << w.status().ToString();
     EXPECT_NE(w.status().message().find(needle), std::string::npos) << w.status().message();
   };
-  expect_invalid({}, WeightMode::kPackedF32, "no weight parts");
+  expect_invalid({}, WeightMode::kPacked, "no weight parts");
   const TensorView rank1{buf.data(), DType::kF32, Shape{32}};
-  expect_invalid({&rank1, 1}, WeightMode::kPackedF32, "must be [out_i, in]");
+  expect_invalid({&rank1, 1}, WeightMode::kPacked, "must be [out_i, in]");
   const TensorView rank3{buf.data(), DType::kF32, Shape{2, 2, 8}};
   expect_invalid({&rank3, 1}, WeightMode::kOnTheFly, "must be [out_i, in]");
   const TensorView k_zero{buf.data(), DType::kF32, Shape{4, 0}};
-  expect_invalid({&k_zero, 1}, WeightMode::kPackedF32, "in >= 1");
+  expect_invalid({&k_zero, 1}, WeightMode::kPacked, "in >= 1");
   const TensorView other_k{buf.data(), DType::kF32, Shape{4, 16}};
   const TensorView mismatch[] = {ok, other_k};
-  expect_invalid(mismatch, WeightMode::kPackedF32, "in_features 16");
+  expect_invalid(mismatch, WeightMode::kPacked, "in_features 16");
   const TensorView q4_k{buf.data(), DType::kQ4_K, Shape{4, 576}};
   expect_invalid({&q4_k, 1}, WeightMode::kOnTheFly, "not a multiple of the q4_k block size 256");
   const TensorView i32{buf.data(), DType::kI32, Shape{4, 32}};
   expect_invalid({&i32, 1}, WeightMode::kOnTheFly, "unsupported dtype");
   const TensorView q8_partial{buf.data(), DType::kQ8_0, Shape{4, 48}};
-  expect_invalid({&q8_partial, 1}, WeightMode::kPackedF32, "block size");
+  expect_invalid({&q8_partial, 1}, WeightMode::kPacked, "block size");
   const TensorView null_data{nullptr, DType::kF16, Shape{4, 32}};
   expect_invalid({&null_data, 1}, WeightMode::kOnTheFly, "null data");
   const TensorView no_rows{buf.data(), DType::kF32, Shape{0, 32}};
-  expect_invalid({&no_rows, 1}, WeightMode::kPackedF32, "no rows");
+  expect_invalid({&no_rows, 1}, WeightMode::kPacked, "no rows");
   expect_invalid({&ok, 1}, static_cast<WeightMode>(42), "WeightMode");
   const TensorView negative_rows{buf.data(), DType::kF32, Shape{-3, 32}};
-  expect_invalid({&negative_rows, 1}, WeightMode::kPackedF32, "must be [out_i, in]");
+  expect_invalid({&negative_rows, 1}, WeightMode::kPacked, "must be [out_i, in]");
   // Checked before anything is allocated or read.
   const TensorView huge{buf.data(), DType::kF32, Shape{int64_t{1} << 40, int64_t{1} << 30}};
-  expect_invalid({&huge, 1}, WeightMode::kPackedF32, "too large");
+  expect_invalid({&huge, 1}, WeightMode::kPacked, "too large");
   // A zero-row part among others is fine.
   const TensorView with_empty[] = {ok, no_rows, ok};
   auto w = LinearWeight::Prepare(with_empty, WeightMode::kOnTheFly);
@@ -327,7 +327,7 @@ TEST(LinearWeightTest, PrepareErrors) {
 
 TEST(LinearWeightTest, LinearErrors) {
   const testing::Table w = testing::MakeTable(DType::kF32, 6, 8, 1);
-  auto weight = LinearWeight::Prepare({&w.view, 1}, WeightMode::kPackedF32);
+  auto weight = LinearWeight::Prepare({&w.view, 1}, WeightMode::kPacked);
   ASSERT_TRUE(weight.ok());
   std::vector<float> x(2 * 8, 1.0f), y(2 * 6), big(64, 0.0f);
   auto expect_invalid = [&](const TensorView& xv, const TensorView& yv, const std::string& needle) {

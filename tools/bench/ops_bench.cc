@@ -201,7 +201,7 @@ void BM_LinearOneDnnNewM(benchmark::State& state, int64_t m, int64_t k, int64_t 
   if (!Select(state, cpu::GemmProvider::kOneDnn)) return;
   std::vector<float> w = RandomFloats(static_cast<size_t>(n * k), 1);
   const TensorView wv{w.data(), DType::kF32, Shape{n, k}};
-  auto weight = LinearWeight::Prepare({&wv, 1}, WeightMode::kPackedF32);
+  auto weight = LinearWeight::Prepare({&wv, 1}, WeightMode::kPacked);
   std::vector<float> x = RandomFloats(static_cast<size_t>(m * k), 2), y(static_cast<size_t>(m * n));
   const TensorView xv{x.data(), DType::kF32, Shape{m, k}};
   const TensorView yv{y.data(), DType::kF32, Shape{m, n}};
@@ -328,7 +328,7 @@ void RegisterAll() {
                            {2048, 768, "ffn_down"},
                            {768, 8192, "output"}};
   const cpu::GemmProvider providers[] = {cpu::GemmProvider::kOneDnn, cpu::GemmProvider::kOpenBlas};
-  const std::pair<WeightMode, DType> modes[] = {{WeightMode::kPackedF32, DType::kF16},
+  const std::pair<WeightMode, DType> modes[] = {{WeightMode::kPacked, DType::kF16},
                                                 {WeightMode::kOnTheFly, DType::kF16},
                                                 {WeightMode::kOnTheFly, DType::kQ8_0}};
   for (cpu::GemmProvider provider : providers) {

@@ -29,7 +29,7 @@ double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, Weight
     for (int64_t d : t.dims) rank += d > 1 ? 1 : 0;
     if (rank < 2) continue;
     if (t.name == "token_embd.weight" && !c.tied_output) continue;
-    bytes += mode == WeightMode::kPackedF32 ? 4.0 * static_cast<double>(t.num_elements())
+    bytes += mode == WeightMode::kPacked ? 4.0 * static_cast<double>(t.num_elements())
                                             : static_cast<double>(t.num_bytes);
   }
   return bytes;
@@ -83,7 +83,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
   const MeanSd dec = Summarize(decode_tps), pre = Summarize(prefill_tps);
   const double bytes = WeightBytesPerToken(*lm.file, c, lm.weight_mode);
   const double achieved = bytes * dec.mean / 1e9;  // GB/s of weights
-  const std::string weights = lm.weight_mode == WeightMode::kPackedF32 ? "f32 packed" : "native";
+  const std::string weights = lm.weight_mode == WeightMode::kPacked ? "f32 packed" : "native";
   char model_desc[200];
   std::snprintf(model_desc, sizeof(model_desc), "%s %.2fM (%lldx%lld, vocab %lld)",
                 c.architecture.c_str(), static_cast<double>(c.NumParameters()) / 1e6,

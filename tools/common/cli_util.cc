@@ -68,6 +68,10 @@ void PrintError(std::string_view who, std::string_view message) {
   std::fprintf(stderr, "%s: error: %s\n", std::string(who).c_str(), EscapeControl(message).c_str());
 }
 
+void PrintWarning(std::string_view message) {
+  std::fprintf(stderr, "unmask: warning: %s\n", EscapeControl(message).c_str());
+}
+
 int FailWith(std::string_view who, const Status& status, int exit_code) {
   PrintError(who, status.message());
   return exit_code;

@@ -17,6 +17,8 @@ std::string EscapeControl(std::string_view text);
 
 // Prints "<who>: error: <message>" as one line on stderr (message escaped).
 void PrintError(std::string_view who, std::string_view message);
+// Prints "unmask: warning: <message>" as one line on stderr (message escaped).
+void PrintWarning(std::string_view message);
 // PrintError(who, status.message()) and returns `exit_code`: the one error exit of the commands.
 int FailWith(std::string_view who, const Status& status, int exit_code = 1);
 

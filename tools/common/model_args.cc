@@ -19,7 +19,7 @@ void ModelArgs::AddTo(CLI::App& app) {
   model_option = app.add_option("-m,--model", model,
                                 "GGUF model file (default: the repository's default model)")
                      ->type_name("PATH");
-  AddBackendFlags(app, &threads, &blas, &weights);
+  AddBackendFlags(app, this);
 }
 
 CLI::Option* AddThreadsFlag(CLI::App& app, int* threads) {
@@ -28,19 +28,30 @@ CLI::Option* AddThreadsFlag(CLI::App& app, int* threads) {
       ->capture_default_str();
 }
 
-void AddBackendFlags(CLI::App& app, int* threads, std::string* blas, std::string* weights) {
-  AddThreadsFlag(app, threads);
-  app.add_option("--blas", *blas,
-                 "GEMM library: onednn (prepacked weights, fastest) or openblas (core type "
-                 "fixed automatically when Debian's build misdetects the CPU)")
+void AddBackendFlags(CLI::App& app, ModelArgs* args) {
+  AddThreadsFlag(app, &args->threads);
+  app.add_option("--blas", args->blas,
+                 "GEMM library: onednn (prepacked weights, fastest; the only one with bf16 and "
+                 "int8 compute) or openblas (core type fixed automatically when Debian's build "
+                 "misdetects the CPU)")
       ->check(CLI::IsMember({"onednn", "openblas"}))
       ->capture_default_str();
-  app.add_option("--weights", *weights,
-                 "weight storage: f32 (dequantize and prepack once: fastest for many positions "
-                 "per forward, 4 bytes/param), native (keep the file's dtype, dequantize on the "
-                 "fly: fastest for one position per forward), auto (AR models: native; "
-                 "diffusion models: f32 when it fits in half of RAM)")
-      ->check(CLI::IsMember({"auto", "f32", "native"}))
+  app.add_option("--weights", args->weights,
+                 "weight storage: packed (dequantize once and prepack in the --compute type: "
+                 "fastest for many positions per forward; f32 4 bytes/param, bf16 2, int8 1), "
+                 "native (keep the file's dtype: fastest for one position per forward; f32 "
+                 "compute only), auto (AR models: native, or packed with bf16/int8 compute; "
+                 "diffusion models: packed when it fits in half of RAM). f32 = packed (old name)")
+      ->check(CLI::IsMember({"auto", "packed", "f32", "native"}))
+      ->capture_default_str();
+  app.add_option("--compute", args->compute,
+                 "number type of the weight products: f32 (exact: what every golden test "
+                 "pins), bf16 (bf16 x bf16, f32 accumulation: the models' published numerics; "
+                 "AMX or AVX512-BF16), int8 (s8 x s8 -> s32, per-channel weight and per-row "
+                 "activation scales; AMX or VNNI), auto (= f32). Attention, norms and the KV "
+                 "cache stay f32. Without the CPU instructions bf16/int8 fall back to f32 with a "
+                 "message. Measured agreement with f32: docs/decoding.md")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "int8"}))
       ->capture_default_str();
 }
 
@@ -74,6 +85,7 @@ BackendOptions ModelArgs::backend_options() const {
   BackendOptions o;
   o.num_threads = threads;
   o.gemm = blas;
+  o.compute = compute;
   return o;
 }
 
@@ -81,14 +93,31 @@ StatusOr<std::shared_ptr<Backend>> ModelArgs::MakeBackend() const {
   if (blas != "onednn" && blas != "openblas") {
     return InvalidArgumentError("--blas must be onednn or openblas, got '" + blas + "'");
   }
-  return CreateBackend(backend_options());
+  auto backend = CreateBackend(backend_options());
+  if (!backend.ok()) {
+    // Name the flags: the library's message names the settings.
+    if (compute != "auto" && compute != "f32" && blas != "onednn") {
+      return InvalidArgumentError("--compute " + compute + " needs --blas onednn (" + blas +
+                                  " multiplies in f32 only)");
+    }
+    return backend.status();
+  }
+  if (!(*backend)->compute_note().empty()) PrintWarning((*backend)->compute_note());
+  return backend;
 }
 
 StatusOr<WeightMode> ModelArgs::weight_mode() const {
   if (weights == "auto") return WeightMode::kAuto;
-  if (weights == "f32") return WeightMode::kPackedF32;
-  if (weights == "native") return WeightMode::kOnTheFly;
-  return InvalidArgumentError("--weights must be auto, f32 or native, got '" + weights + "'");
+  if (weights == "packed" || weights == "f32") return WeightMode::kPacked;
+  if (weights == "native") {
+    if (compute != "auto" && compute != "f32") {
+      return InvalidArgumentError("--weights native keeps the file's types and multiplies in f32 "
+                                  "(or with int8 activations on 4-bit weights); --compute " +
+                                  compute + " needs packed weights: drop one of the two flags");
+    }
+    return WeightMode::kOnTheFly;
+  }
+  return InvalidArgumentError("--weights must be auto, packed or native, got '" + weights + "'");
 }
 
 void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {

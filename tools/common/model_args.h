@@ -24,7 +24,9 @@ inline constexpr int64_t kMaxLength = int64_t{1} << 24;  // gen_length, steps, b
 // The shared flags, each declared once (one name, help and check) for every command that takes
 // it; the default is the value the pointed-to field holds.
 CLI::Option* AddThreadsFlag(CLI::App& app, int* threads);  // -t
-void AddBackendFlags(CLI::App& app, int* threads, std::string* blas, std::string* weights);
+struct ModelArgs;
+// -t, --blas, --weights, --compute into args' fields.
+void AddBackendFlags(CLI::App& app, ModelArgs* args);
 CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length);  // -n
 CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length);
 
@@ -35,15 +37,19 @@ struct ModelArgs {
   int threads = 0;                      // --threads (0: all hardware threads)
   std::string blas = "onednn";
   std::string weights = "auto";
+  std::string compute = "auto";  // BackendOptions::compute
 
   void AddTo(CLI::App& app);
   // The model path: -m, or the default model when -m was not given. InvalidArgument for -m "".
   StatusOr<std::string> Path() const;
-  // The backend options of --threads/--blas (device cpu).
+  // The backend options of --threads/--blas/--compute (device cpu).
   BackendOptions backend_options() const;
-  // Creates (and applies) the backend of --threads/--blas; pass it to LoadModelWithProgress.
-  // Errors: InvalidArgument for a --blas other than onednn/openblas; those of CreateBackend.
+  // Creates (and applies) the backend of --threads/--blas/--compute; pass it to
+  // LoadModelWithProgress. Prints the backend's compute_note() as a warning (bf16 / int8 on a CPU
+  // without their instructions falls back to f32). Errors: InvalidArgument for a --blas other
+  // than onednn/openblas or bf16/int8 --compute with openblas; those of CreateBackend.
   StatusOr<std::shared_ptr<Backend>> MakeBackend() const;
+  // InvalidArgument for an unknown --weights, or native with --compute bf16/int8.
   StatusOr<WeightMode> weight_mode() const;
 };
 

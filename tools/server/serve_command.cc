@@ -27,7 +27,7 @@ void ServeCommand::AddTo(CLI::App& app) {
   app.add_option("--host", host, "address to listen on (0.0.0.0: every interface)");
   app.add_option("--port", port, "TCP port (0: any free port; the chosen one is printed)")
       ->check(CLI::Range(0, 65535));
-  AddBackendFlags(app, &backend.threads, &backend.blas, &backend.weights);
+  AddBackendFlags(app, &backend);
   app.add_option("--max-batch", options.scheduler.max_batch,
                  "running requests per model (continuous batching for AR, batched denoising for "
                  "diffusion)")

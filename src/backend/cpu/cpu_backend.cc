@@ -70,7 +70,8 @@ std::string DescribeCpuBackend() {
   const std::string isa(CpuIsaName(GetCpuFeatures()));
   switch (ActiveGemmProvider()) {
     case GemmProvider::kOneDnn:
-      return "onednn " + onednn::Version() + ", " + threads + ", " + isa;
+      return "onednn " + onednn::Version() + " (" + onednn::EffectiveIsaName() + "), " + threads +
+             ", " + isa;
     case GemmProvider::kOpenBlas: {
       const std::string version = openblas::Version();
       return "openblas " + (version.empty() ? std::string("?") : version) + " (core " +

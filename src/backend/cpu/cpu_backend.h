@@ -45,7 +45,8 @@ GemmProvider ActiveGemmProvider();
 // measured 55-86 GFLOP/s instead of ~190; callers then loop sequentially and let Sgemm thread.
 bool SgemmRunsNested();
 
-// A one-line description, e.g. "onednn 2.6.3, 2 threads, avx512" or
+// A one-line description, e.g. "onednn 2.6.3 (avx512_core_bf16), 2 threads, avx512" (oneDNN's
+// JIT ISA in parentheses, unmask's kernel ISA last) or
 // "openblas 0.3.21 (core SkylakeX, OPENBLAS_CORETYPE set by unmask), 2 threads".
 std::string DescribeCpuBackend();
 

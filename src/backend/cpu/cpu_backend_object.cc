@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas_onednn.h"
 #include "backend/cpu/packed_gemm.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
@@ -20,11 +21,13 @@ std::optional<GemmProvider> GemmProviderFromName(std::string_view name) {
   return std::nullopt;
 }
 
-std::string CpuBackend::Describe() const { return DescribeCpuBackend(); }
+std::string CpuBackend::Describe() const {
+  return DescribeCpuBackend() + ", " + std::string(ComputeTypeName(compute_)) + " compute";
+}
 
 int CpuBackend::num_threads() const { return GetNumThreads(); }
 
-StatusOr<double> CpuBackend::MeasureGemmPeakGflops(int reps) const {
+StatusOr<double> CpuBackend::MeasureGemmPeakGflops(int reps, ComputeType type) const {
   if (reps < 1) {
     return InvalidArgumentError("MeasureGemmPeakGflops: reps must be >= 1, got " +
                                 std::to_string(reps));
@@ -37,8 +40,9 @@ StatusOr<double> CpuBackend::MeasureGemmPeakGflops(int reps) const {
   float* wp = static_cast<float*>(w.get());
   for (int64_t i = 0; i < n * k; ++i) wp[i] = u(rng);
   for (float& v : x) v = u(rng);
-  // Prepacked as the model's f32 weights are (ops/linear kPackedF32 runs PackedGemm::Run).
-  UNMASK_ASSIGN_OR_RETURN(const PackedGemm packed, PackedGemm::Pack(std::move(w), n, k));
+  // Prepacked as the model's weights are (ops/linear kPacked runs PackedGemm::Run); bf16 and
+  // int8 include their per-call conversion of x, as a forward pays it.
+  UNMASK_ASSIGN_OR_RETURN(const PackedGemm packed, PackedGemm::Pack(std::move(w), n, k, type));
   UNMASK_RETURN_IF_ERROR(packed.Run(x.data(), m, y.data()));  // warm-up: primitive, caches
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
@@ -59,15 +63,36 @@ StatusOr<std::shared_ptr<Backend>> CreateCpuBackend(const BackendOptions& option
     return InvalidArgumentError("unknown GEMM provider '" + options.gemm +
                                 "' (known: onednn, openblas, reference)");
   }
+  ComputeType compute = ComputeType::kF32;
+  std::string note;
+  if (options.compute != "auto") {
+    const std::optional<ComputeType> requested = ComputeTypeFromName(options.compute);
+    if (!requested) {
+      return InvalidArgumentError("unknown compute type '" + options.compute +
+                                  "' (known: auto, f32, bf16, int8)");
+    }
+    if (*requested != ComputeType::kF32 && *gemm != GemmProvider::kOneDnn) {
+      return InvalidArgumentError(options.compute + " compute runs on the oneDNN GEMM provider " +
+                                  "only, not on " + options.gemm);
+    }
+    compute = *requested;
+    if (!onednn::HasNativeKernels(compute)) {
+      note = options.compute + " compute: this CPU (oneDNN ISA " + onednn::EffectiveIsaName() +
+             ") has no " + options.compute + " matrix instructions (" +
+             (compute == ComputeType::kBf16 ? "AVX512-BF16 or AMX-BF16" : "VNNI or AMX-INT8") +
+             "); using f32";
+      compute = ComputeType::kF32;
+    }
+  }
   CpuBackendOptions cpu_options;
   cpu_options.num_threads = options.num_threads;
   cpu_options.gemm = *gemm;
   UNMASK_RETURN_IF_ERROR(InitCpuBackend(cpu_options));
-  return std::shared_ptr<Backend>(std::make_shared<CpuBackend>(options));
+  return std::shared_ptr<Backend>(std::make_shared<CpuBackend>(options, compute, note));
 }
 
 std::shared_ptr<Backend> NewDefaultCpuBackend() {
-  return std::make_shared<CpuBackend>(BackendOptions{});
+  return std::make_shared<CpuBackend>(BackendOptions{}, ComputeType::kF32, "");
 }
 
 }  // namespace unmask::cpu

@@ -22,22 +22,30 @@ std::optional<GemmProvider> GemmProviderFromName(std::string_view name);
 class CpuBackend final : public Backend {
  public:
   // Wraps already-applied settings; use CreateCpuBackend to apply them.
-  explicit CpuBackend(BackendOptions options) : options_(std::move(options)) {}
+  CpuBackend(BackendOptions options, ComputeType compute, std::string compute_note)
+      : options_(std::move(options)), compute_(compute), compute_note_(std::move(compute_note)) {}
 
   Device device() const override { return Device::kCpu; }
   const BackendOptions& options() const override { return options_; }
-  // DescribeCpuBackend(): the settings in effect.
+  // DescribeCpuBackend() (the settings in effect) and ", <compute> compute".
   std::string Describe() const override;
   // GetNumThreads(): the thread count in effect.
   int num_threads() const override;
-  StatusOr<double> MeasureGemmPeakGflops(int reps) const override;
+  ComputeType compute() const override { return compute_; }
+  std::string compute_note() const override { return compute_note_; }
+  StatusOr<double> MeasureGemmPeakGflops(int reps, ComputeType type) const override;
 
  private:
   BackendOptions options_;
+  ComputeType compute_;
+  std::string compute_note_;
 };
 
 // Applies `options` with InitCpuBackend and returns a CpuBackend for them. options.device must
-// be "cpu". Errors: InvalidArgument for another device or an unknown GEMM provider name; those of
+// be "cpu". The compute type resolves as backend.h says; bf16 / int8 fall back to f32 (with a
+// note) when oneDNN has no native kernels of the type on this CPU (onednn::HasNativeKernels,
+// which follows ONEDNN_MAX_CPU_ISA). Errors: InvalidArgument for another device, an unknown GEMM
+// provider or compute name, or bf16 / int8 with a provider other than oneDNN; those of
 // InitCpuBackend (FailedPrecondition when the provider's library cannot be loaded).
 StatusOr<std::shared_ptr<Backend>> CreateCpuBackend(const BackendOptions& options);
 

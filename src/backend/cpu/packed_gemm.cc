@@ -18,7 +18,7 @@ PackedGemm::PackedGemm(PackedGemm&&) noexcept = default;
 PackedGemm& PackedGemm::operator=(PackedGemm&&) noexcept = default;
 
 StatusOr<PackedGemm> PackedGemm::Pack(std::unique_ptr<void, AlignedDeleter> w, int64_t n,
-                                      int64_t k) {
+                                      int64_t k, ComputeType type) {
   if (w == nullptr || n < 1 || k < 1) {
     return InvalidArgumentError(
         "PackedGemm::Pack: need a non-null [n, k] weight with n, k >= 1, got [" +
@@ -26,12 +26,18 @@ StatusOr<PackedGemm> PackedGemm::Pack(std::unique_ptr<void, AlignedDeleter> w, i
   }
   PackedGemm g;
   g.provider_ = ActiveGemmProvider();
+  if (type != ComputeType::kF32 && g.provider_ != GemmProvider::kOneDnn) {
+    return FailedPreconditionError(std::string(ComputeTypeName(type)) +
+                                   " compute needs the oneDNN GEMM provider, not " +
+                                   std::string(GemmProviderName(g.provider_)));
+  }
+  g.type_ = type;
   g.n_ = n;
   g.k_ = k;
   if (g.provider_ == GemmProvider::kOneDnn) {
     EnsureOmpThreads();
     UNMASK_ASSIGN_OR_RETURN(g.onednn_,
-                            onednn::PackedWeight::Pack(static_cast<const float*>(w.get()), n, k));
+                            onednn::PackedWeight::Pack(static_cast<const float*>(w.get()), n, k, type));
   } else {
     g.plain_ = std::move(w);
   }
