@@ -58,6 +58,9 @@ class Backend {
   // Empty, or one sentence on how compute() differs from the request, e.g. "bf16 compute: this
   // CPU (oneDNN ISA avx2) has no bf16 matrix instructions (AVX512-BF16 or AMX); using f32".
   virtual std::string compute_note() const = 0;
+  // True when the device multiplies `type` in hardware with this backend's GEMM provider (f32:
+  // always; CPU bf16: AVX512-BF16 or AMX-BF16, int8: VNNI or AMX-INT8, both through oneDNN).
+  virtual bool HasNativeCompute(ComputeType type) const = 0;
   // The GEMM peak this backend reaches now in `type`: y[512, 2048] = x[512, 768] W^T with W
   // prepacked (as the models' kPacked weights are), best of `reps` (>= 1) timed runs after a
   // warm-up, in GFLOP/s (GOP/s for int8; the roofline's compute axis; about 1.6 GFLOP per run).

@@ -21,16 +21,19 @@ constexpr const char* kWho = "unmask bench";
 
 // Bytes of matrix weights one batch-1 forward reads: every 2-D weight once (the token embedding
 // only when it doubles as the output projection), in the stored dtype when weights are kept
-// native, as f32 when packed. Norm vectors and the one embedding row are negligible.
-double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, WeightMode mode) {
+// native, in the compute type when packed (f32 4 bytes, bf16 2, int8 1). Norm vectors and the
+// one embedding row are negligible.
+double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, WeightMode mode,
+                           ComputeType compute) {
   double bytes = 0;
   for (const gguf::TensorInfo& t : f.tensors()) {
     int64_t rank = 0;
     for (int64_t d : t.dims) rank += d > 1 ? 1 : 0;
     if (rank < 2) continue;
     if (t.name == "token_embd.weight" && !c.tied_output) continue;
-    bytes += mode == WeightMode::kPacked ? 4.0 * static_cast<double>(t.num_elements())
-                                            : static_cast<double>(t.num_bytes);
+    bytes += mode == WeightMode::kPacked
+                 ? ComputeTypeBytes(compute) * static_cast<double>(t.num_elements())
+                 : static_cast<double>(t.num_bytes);
   }
   return bytes;
 }
@@ -49,12 +52,9 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
                                    std::to_string(n) + " generated tokens exceed the context (" +
                                    std::to_string(c.context_length) + ")"));
   }
-  ModelArgs args = cmd.model;
-  args.blas = cmd.blas_list.front();
-  auto backend = args.MakeBackend();
-  if (!backend.ok()) return FailWith(kWho, backend.status());
+  const Backend* backend = &m.backend();
   const double bandwidth = MeasureMemoryBandwidthGBs();
-  auto gemm_peak = MeasureGemmPeakGflops(**backend);
+  auto gemm_peak = MeasureGemmPeakGflops(*backend, m.compute());
   if (!gemm_peak.ok()) return FailWith(kWho, gemm_peak.status());
   StepBuffers buffers;
   std::vector<double> decode_tps, prefill_tps, intensity;
@@ -81,9 +81,11 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
   }
   progress.Finish();
   const MeanSd dec = Summarize(decode_tps), pre = Summarize(prefill_tps);
-  const double bytes = WeightBytesPerToken(*lm.file, c, lm.weight_mode);
+  const double bytes = WeightBytesPerToken(*lm.file, c, lm.weight_mode, m.compute());
   const double achieved = bytes * dec.mean / 1e9;  // GB/s of weights
-  const std::string weights = lm.weight_mode == WeightMode::kPacked ? "f32 packed" : "native";
+  const std::string weights = lm.weight_mode == WeightMode::kPacked
+                                  ? std::string(ComputeTypeName(m.compute())) + " packed"
+                                  : "native";
   char model_desc[200];
   std::snprintf(model_desc, sizeof(model_desc), "%s %.2fM (%lldx%lld, vocab %lld)",
                 c.architecture.c_str(), static_cast<double>(c.NumParameters()) / 1e6,
@@ -95,7 +97,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
         {"path", path},
         {"engine", "ar"},
         {"weights", weights},
-        {"backend", (*backend)->Describe()},
+        {"backend", backend->Describe()},
         {"threads", GetNumThreads()},
         {"prompt_length", prompt.size()},
         {"n_predict", n},
@@ -136,7 +138,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
       "of weights, KV cache and activations)\nmachine (this run): GEMM peak %.1f GFLOP/s (f32, "
       "prepacked), memory read %.1f GB/s -> ridge %.1f FLOP/byte\nbackend: %s\n",
       Summarize(intensity).mean, *gemm_peak, bandwidth, *gemm_peak / bandwidth,
-      (*backend)->Describe().c_str());
+      backend->Describe().c_str());
   return 0;
 }
 

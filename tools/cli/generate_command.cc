@@ -80,9 +80,7 @@ int GenerateCommand::Run() const {
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
   DecodeOptions options = *std::move(options_or);
-  EngineOptions engine_options;
-  engine_options.backend = model.backend_options();
-  auto engine_or = Engine::Create(engine_options);
+  auto engine_or = model.MakeEngine();
   if (!engine_or.ok()) return FailWith(kWho, engine_or.status());
   Engine& engine = **engine_or;
   auto mode = model.weight_mode();

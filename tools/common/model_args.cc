@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <mutex>
+#include <set>
 
 #include "common/cli_util.h"
 #include "common/terminal.h"
@@ -89,21 +91,39 @@ BackendOptions ModelArgs::backend_options() const {
   return o;
 }
 
-StatusOr<std::shared_ptr<Backend>> ModelArgs::MakeBackend() const {
+Status ModelArgs::CheckBackendFlags() const {
   if (blas != "onednn" && blas != "openblas") {
     return InvalidArgumentError("--blas must be onednn or openblas, got '" + blas + "'");
   }
-  auto backend = CreateBackend(backend_options());
-  if (!backend.ok()) {
-    // Name the flags: the library's message names the settings.
-    if (compute != "auto" && compute != "f32" && blas != "onednn") {
-      return InvalidArgumentError("--compute " + compute + " needs --blas onednn (" + blas +
-                                  " multiplies in f32 only)");
-    }
-    return backend.status();
+  if (compute != "auto" && compute != "f32" && blas != "onednn") {
+    return InvalidArgumentError("--compute " + compute + " needs --blas onednn (" + blas +
+                                " multiplies in f32 only)");
   }
-  if (!(*backend)->compute_note().empty()) PrintWarning((*backend)->compute_note());
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<Backend>> ModelArgs::MakeBackend() const {
+  UNMASK_RETURN_IF_ERROR(CheckBackendFlags());
+  UNMASK_ASSIGN_OR_RETURN(std::shared_ptr<Backend> backend, CreateBackend(backend_options()));
+  PrintComputeNote(*backend);
   return backend;
+}
+
+StatusOr<std::unique_ptr<Engine>> ModelArgs::MakeEngine(EngineOptions options) const {
+  UNMASK_RETURN_IF_ERROR(CheckBackendFlags());
+  options.backend = backend_options();
+  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(std::move(options)));
+  PrintComputeNote(*engine->backend());
+  return engine;
+}
+
+void PrintComputeNote(const Backend& backend) {
+  static std::mutex mu;
+  static std::set<std::string> printed;
+  const std::string note = backend.compute_note();
+  if (note.empty()) return;
+  std::lock_guard<std::mutex> lock(mu);
+  if (printed.insert(note).second) PrintWarning(note);
 }
 
 StatusOr<WeightMode> ModelArgs::weight_mode() const {
@@ -268,11 +288,13 @@ StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode 
     options.weight_mode = mode;
     options.backend = std::move(backend);
     options.progress = std::move(progress);
+    if (options.backend) PrintComputeNote(*options.backend);
     return LoadModel(path, options);
   });
 }
 
 StatusOr<size_t> LoadModelWithProgress(Engine& engine, const std::string& path, WeightMode mode) {
+  PrintComputeNote(*engine.backend());
   return WithLoadProgress(path, [&](std::function<void(int, int)> progress) {
     return engine.LoadModel(path, path, mode, std::move(progress));
   });

@@ -49,6 +49,12 @@ struct ModelArgs {
   // without their instructions falls back to f32). Errors: InvalidArgument for a --blas other
   // than onednn/openblas or bf16/int8 --compute with openblas; those of CreateBackend.
   StatusOr<std::shared_ptr<Backend>> MakeBackend() const;
+  // Engine::Create with `options` and the backend of these flags (options.backend is replaced),
+  // the flags checked as MakeBackend checks them, the compute note printed likewise.
+  StatusOr<std::unique_ptr<Engine>> MakeEngine(EngineOptions options = {}) const;
+  // The flag combinations CreateBackend would refuse, named as flags: a --blas other than
+  // onednn/openblas, bf16/int8 --compute with openblas (InvalidArgument).
+  Status CheckBackendFlags() const;
   // InvalidArgument for an unknown --weights, or native with --compute bf16/int8.
   StatusOr<WeightMode> weight_mode() const;
 };
@@ -70,6 +76,10 @@ struct DiffusionArgs {
   // (decode/decoder_factory.h) from the flags given. InvalidArgument for an unknown name.
   StatusOr<DiffusionParams> Resolve() const;
 };
+
+// Prints backend.compute_note() (bf16 / int8 fell back to f32) as a warning, once per process
+// for each distinct note; nothing when it is empty. LoadModelWithProgress calls it.
+void PrintComputeNote(const Backend& backend);
 
 // Loads a model onto `backend` (null: DefaultBackend()), drawing a progress line on stderr.
 StatusOr<LoadedModel> LoadModelWithProgress(const std::string& path, WeightMode mode,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -10,8 +11,29 @@
 
 namespace unmask::tools {
 
-StatusOr<double> MeasureGemmPeakGflops(const Backend& backend, int reps) {
-  return backend.MeasureGemmPeakGflops(reps);
+StatusOr<double> MeasureGemmPeakGflops(const Backend& backend, ComputeType type, int reps) {
+  return backend.MeasureGemmPeakGflops(reps, type);
+}
+
+StatusOr<std::vector<TypedPeak>> MeasureGemmPeaks(const Backend& backend, int reps) {
+  std::vector<TypedPeak> peaks;
+  for (ComputeType t : {ComputeType::kF32, ComputeType::kBf16, ComputeType::kInt8}) {
+    if (t != ComputeType::kF32 && !backend.HasNativeCompute(t)) continue;
+    UNMASK_ASSIGN_OR_RETURN(const double g, backend.MeasureGemmPeakGflops(reps, t));
+    peaks.push_back({t, g});
+  }
+  return peaks;
+}
+
+std::string FormatPeaks(const std::vector<TypedPeak>& peaks) {
+  std::string out;
+  char buf[64];
+  for (const TypedPeak& p : peaks) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.1f", out.empty() ? "" : ", ",
+                  std::string(ComputeTypeName(p.type)).c_str(), p.gflops);
+    out += buf;
+  }
+  return out + " GFLOP/s (int8: GOP/s)";
 }
 
 double MeasureMemoryBandwidthGBs(int reps, int64_t bytes) {

@@ -4,6 +4,7 @@
 #define UNMASK_TOOLS_COMMON_ROOFLINE_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,10 +16,21 @@
 
 namespace unmask::tools {
 
-// Measures the GEMM peak the engine can reach now through `backend`
-// (Backend::MeasureGemmPeakGflops: y[512, 2048] = x[512, 768] W^T with W prepacked f32), best of
-// `reps` timed runs after a warm-up. Returns GFLOP/s.
-StatusOr<double> MeasureGemmPeakGflops(const Backend& backend, int reps = 10);
+// Measures the GEMM peak the engine can reach now through `backend` in compute type `type`
+// (Backend::MeasureGemmPeakGflops: y[512, 2048] = x[512, 768] W^T with W prepacked in `type`),
+// best of `reps` timed runs after a warm-up. Returns GFLOP/s (GOP/s for int8).
+StatusOr<double> MeasureGemmPeakGflops(const Backend& backend, ComputeType type = ComputeType::kF32,
+                                       int reps = 10);
+
+// The peak of each compute type the backend runs natively (f32 always; bf16 / int8 where the CPU
+// has their instructions), in that order: the rooflines a report judges each forward against.
+struct TypedPeak {
+  ComputeType type;
+  double gflops;
+};
+StatusOr<std::vector<TypedPeak>> MeasureGemmPeaks(const Backend& backend, int reps = 10);
+// "f32 310.2, bf16 620.5, int8 1204.8 GFLOP/s" (GOP/s for int8).
+std::string FormatPeaks(const std::vector<TypedPeak>& peaks);
 
 // Measures the memory read bandwidth the engine's threads reach now: sums of an f32 buffer of
 // `bytes` (default 256 MiB: main memory) split over the current thread count (core/parallel.h),

@@ -124,7 +124,7 @@ int ServeCommand::Run() {
       stop_until_done();
       return;
     }
-    std::fprintf(stderr, "unmask serve: ready\n");
+    std::fprintf(stderr, "unmask serve: ready (%s)\n", options.backend->Describe().c_str());
   });
   std::thread signals([&] {
     int sig = 0;

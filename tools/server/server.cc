@@ -240,6 +240,7 @@ void Server::HandleModels(httplib::Response& res) {
                      {{"engine", m->diffusion() ? "diffusion" : "ar"},
                       {"architecture", c.architecture},
                       {"max_model_len", c.context_length},
+                      {"compute", std::string(ComputeTypeName(m->loaded->model->compute()))},
                       {"path", m->path}}}});
   }
   data.push_back({{"id", "auto"},

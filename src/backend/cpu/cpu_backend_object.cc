@@ -27,6 +27,11 @@ std::string CpuBackend::Describe() const {
 
 int CpuBackend::num_threads() const { return GetNumThreads(); }
 
+bool CpuBackend::HasNativeCompute(ComputeType type) const {
+  if (type == ComputeType::kF32) return true;
+  return ActiveGemmProvider() == GemmProvider::kOneDnn && onednn::HasNativeKernels(type);
+}
+
 StatusOr<double> CpuBackend::MeasureGemmPeakGflops(int reps, ComputeType type) const {
   if (reps < 1) {
     return InvalidArgumentError("MeasureGemmPeakGflops: reps must be >= 1, got " +

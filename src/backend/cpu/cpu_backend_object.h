@@ -33,6 +33,7 @@ class CpuBackend final : public Backend {
   int num_threads() const override;
   ComputeType compute() const override { return compute_; }
   std::string compute_note() const override { return compute_note_; }
+  bool HasNativeCompute(ComputeType type) const override;
   StatusOr<double> MeasureGemmPeakGflops(int reps, ComputeType type) const override;
 
  private:
