@@ -6,7 +6,10 @@ README's build (`cmake --workflow --preset release`, flags and all), so that a c
 problem of that build (such as the GCC 12 wrong-code bug of docs/benchmarks.md, "Build flags")
 shows up as a wrong token here. scripts/test.sh runs it after the test presets.
 
-  .venv/bin/python scripts/check_release.py [--bin build/release/bin/unmask]
+  .venv/bin/python scripts/check_release.py [--bin build/release/bin/unmask] [--extra "FLAGS"]
+
+--extra appends flags to every generate call (e.g. --extra "--compute bf16": how many cases a
+lower compute precision keeps token-identical; scripts/bench/bench_compute_quality.py uses it).
 
 Cases (each `generate --json`, compared token for token and by NFE):
   tests/data/golden/llada/*.json   LLaDA reference decoding on the tiny random models
@@ -29,8 +32,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 
 
+EXTRA: list[str] = []
+
+
 def run(binary: str, args: list[str]) -> dict:
-    out = subprocess.run([binary, *args], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([binary, *args, *EXTRA], capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()[-300:]}")
     return json.loads(out.stdout)
@@ -67,7 +73,9 @@ def dream_args(g: dict, model: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "release", "bin", "unmask"))
+    ap.add_argument("--extra", default="", help="flags appended to every generate call")
     args = ap.parse_args()
+    EXTRA.extend(shlex.split(args.extra))
     if not os.access(args.bin, os.X_OK):
         print(f"check_release: {args.bin} is not an executable (build it with "
               "`cmake --workflow --preset release`)", file=sys.stderr)
@@ -92,7 +100,7 @@ def main() -> int:
             problems = [str(e)]
         if problems:
             failed += 1
-            print(f"FAIL {name}: {'; '.join(problems)}\n  {shlex.join([args.bin, *argv])}")
+            print(f"FAIL {name}: {'; '.join(problems)}\n  {shlex.join([args.bin, *argv, *EXTRA])}")
         else:
             passed += 1
 

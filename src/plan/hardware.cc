@@ -123,10 +123,10 @@ StatusOr<Hardware> FindHardware(const std::vector<Hardware>& table, std::string_
 
 StatusOr<double> DtypeBytes(std::string_view dtype) {
   if (dtype == "bf16" || dtype == "f16") return 2.0;
-  if (dtype == "fp8") return 1.0;
+  if (dtype == "fp8" || dtype == "int8") return 1.0;
   if (dtype == "f32") return 4.0;
   return InvalidArgumentError("unknown dtype '" + std::string(dtype) +
-                              "' (known: bf16, f16, fp8, f32)");
+                              "' (known: bf16, f16, fp8, int8, f32)");
 }
 
 StatusOr<MachineRates> RatesFor(const Hardware& hw, std::string_view dtype, double overhead_ms) {

@@ -22,7 +22,7 @@ struct Hardware {
   std::string id;                             // "h100-sxm", "h200", "a100", "l4", "cpu"
   std::string name;                           // "NVIDIA H100 SXM5 80GB"
   std::string kind;                           // "gpu" | "cpu"
-  std::map<std::string, double> peak_tflops;  // dense, per dtype ("bf16", "fp8", "f16", "f32")
+  std::map<std::string, double> peak_tflops;  // dense, per dtype ("bf16", "fp8", "int8", "f16", "f32")
   double memory_bandwidth_gbs = 0;            // GB/s (1e9 bytes/s)
   double memory_gb = 0;
   PriceRange price;
@@ -41,7 +41,8 @@ StatusOr<std::vector<Hardware>> ParseHardwareTable(std::string_view json, std::s
 // The entry with `id`. Errors: NotFound listing the known ids.
 StatusOr<Hardware> FindHardware(const std::vector<Hardware>& table, std::string_view id);
 
-// Weight bytes per parameter of a weight dtype: bf16/f16 2, fp8 1, f32 4. Errors: InvalidArgument.
+// Weight bytes per parameter of a weight dtype: bf16/f16 2, fp8/int8 1, f32 4. Errors:
+// InvalidArgument.
 StatusOr<double> DtypeBytes(std::string_view dtype);
 
 // The planner's rates for `hw` computing in `dtype` (weights stored in it; KV cache and

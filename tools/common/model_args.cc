@@ -46,13 +46,18 @@ void AddBackendFlags(CLI::App& app, ModelArgs* args) {
                  "diffusion models: packed when it fits in half of RAM). f32 = packed (old name)")
       ->check(CLI::IsMember({"auto", "packed", "f32", "native"}))
       ->capture_default_str();
-  app.add_option("--compute", args->compute,
-                 "number type of the weight products: f32 (exact: what every golden test "
-                 "pins), bf16 (bf16 x bf16, f32 accumulation: the models' published numerics; "
-                 "AMX or AVX512-BF16), int8 (s8 x s8 -> s32, per-channel weight and per-row "
-                 "activation scales; AMX or VNNI), auto (= f32). Attention, norms and the KV "
-                 "cache stay f32. Without the CPU instructions bf16/int8 fall back to f32 with a "
-                 "message. Measured agreement with f32: docs/decoding.md")
+  AddComputeFlag(app, &args->compute);
+}
+
+CLI::Option* AddComputeFlag(CLI::App& app, std::string* compute) {
+  return app
+      .add_option("--compute", *compute,
+                  "number type of the weight products: f32 (exact: what every golden test "
+                  "pins), bf16 (bf16 x bf16, f32 accumulation: the models' published numerics; "
+                  "AMX or AVX512-BF16), int8 (s8 x s8 -> s32, per-channel weight and per-row "
+                  "activation scales; AMX or VNNI), auto (= f32). Attention, norms and the KV "
+                  "cache stay f32. Without the CPU instructions bf16/int8 fall back to f32 with "
+                  "a message. Measured agreement with f32: docs/decoding.md")
       ->check(CLI::IsMember({"auto", "f32", "bf16", "int8"}))
       ->capture_default_str();
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/gemm_convert.h"
+#include "core/parallel.h"
 
 namespace unmask::cpu::onednn {
 namespace {
@@ -259,6 +260,10 @@ StatusOr<std::unique_ptr<PackedWeight>> PackedWeight::Pack(const float* w, int64
 
 namespace {
 
+// Elements per chunk of the per-call conversions run with ParallelFor (about 64 K: smaller
+// products convert on the calling thread).
+constexpr int64_t kConvertGrain = 64 * 1024;
+
 // Per-thread activation buffers of the bf16 and int8 paths (grown, never shrunk).
 struct ActivationBuffers {
   std::vector<uint16_t> bf16;
@@ -289,10 +294,11 @@ Status PackedWeight::Run(const float* x, int64_t m, float* y) const {
     } else if (type_ == ComputeType::kInt8) {
       if (buffers.s8.size() < mk) buffers.s8.resize(mk);
       if (buffers.row_scale.size() < static_cast<size_t>(m)) buffers.row_scale.resize(m);
-      for (int64_t i = 0; i < m; ++i) {
-        buffers.row_scale[static_cast<size_t>(i)] =
-            QuantizeRowS8(x + i * k_, k_, buffers.s8.data() + i * k_);
-      }
+      float* row_scale = buffers.row_scale.data();
+      int8_t* q = buffers.s8.data();
+      ParallelFor(m, std::max<int64_t>(1, kConvertGrain / k_), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) row_scale[i] = QuantizeRowS8(x + i * k_, k_, q + i * k_);
+      });
       src_data = buffers.s8.data();
     }
     const dnnl::memory::desc src(Dims{m, k_}, t.src, FormatTag::ab);
@@ -307,11 +313,14 @@ Status PackedWeight::Run(const float* x, int64_t m, float* y) const {
         {{DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, state_->memory}, {DNNL_ARG_DST, dst_mem}});
     stream.wait();
     if (type_ == ComputeType::kInt8) {
-      for (int64_t i = 0; i < m; ++i) {
-        RescaleRowS32(reinterpret_cast<const int32_t*>(y + i * n_), n_,
-                      buffers.row_scale[static_cast<size_t>(i)], state_->col_scale.data(),
-                      y + i * n_);
-      }
+      const float* row_scale = buffers.row_scale.data();
+      const float* col_scale = state_->col_scale.data();
+      ParallelFor(m, std::max<int64_t>(1, kConvertGrain / n_), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          RescaleRowS32(reinterpret_cast<const int32_t*>(y + i * n_), n_, row_scale[i], col_scale,
+                        y + i * n_);
+        }
+      });
     }
     return Status::Ok();
   } catch (const dnnl::error& e) {

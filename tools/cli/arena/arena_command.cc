@@ -190,6 +190,7 @@ void ArenaCommand::AddTo(CLI::App& app) {
   app.add_option("--out", out_dir, "folder for arena.json, arena.md and the SVG plots")
       ->capture_default_str();
   AddThreadsFlag(app, &threads);
+  AddComputeFlag(app, &compute);
   app.add_flag("--no-quality", no_quality, "skip the judge perplexity");
 }
 
@@ -249,8 +250,15 @@ int ArenaCommand::Run() const {
 
   BackendOptions bo;
   bo.num_threads = threads;
+  bo.compute = compute;
   auto backend = CreateBackend(bo);
   if (!backend.ok()) return FailWith(kWho, backend.status());
+  PrintComputeNote(**backend);
+  // The judge scores in f32 whatever the compared engines compute in.
+  BackendOptions judge_bo = bo;
+  judge_bo.compute = "f32";
+  auto judge_backend = CreateBackend(judge_bo);
+  if (!judge_backend.ok()) return FailWith(kWho, judge_backend.status());
   const std::string diffusion_path =
       diffusion_model.empty() ? Twin("unmask-tinystories-llada.gguf") : diffusion_model;
   const std::string ar_path = ar_model.empty() ? Twin("unmask-tinystories-ar.gguf") : ar_model;
@@ -301,7 +309,7 @@ int ArenaCommand::Run() const {
   const LoadedModel* judge = need_ar ? &ar_lm : nullptr;
   if (!judge_model.empty() && !no_quality) {
     auto lm = OnTemporaryThread(
-        [&] { return LoadModelWithProgress(judge_model, WeightMode::kAuto, *backend); });
+        [&] { return LoadModelWithProgress(judge_model, WeightMode::kAuto, *judge_backend); });
     if (!lm.ok()) return FailWith(kWho, lm.status());
     judge_lm = std::move(*lm);
     judge = &judge_lm;
@@ -364,15 +372,22 @@ int ArenaCommand::Run() const {
   r.batches = batches;
 
   // The machine's roofline, measured now.
-  std::fprintf(stderr, "arena: measuring the GEMM peak and the memory bandwidth...\n");
-  auto peak = OnTemporaryThread([&] { return MeasureGemmPeakGflops(**backend); });
-  if (!peak.ok()) return FailWith(kWho, peak.status());
-  r.machine.gemm_gflops = *peak;
+  std::fprintf(stderr, "arena: measuring the GEMM peaks and the memory bandwidth...\n");
+  auto peaks = OnTemporaryThread([&] { return MeasureGemmPeaks(**backend); });
+  if (!peaks.ok()) return FailWith(kWho, peaks.status());
+  const ComputeType compute_type = (*backend)->compute();
+  for (const TypedPeak& p : *peaks) {
+    if (p.type == compute_type) r.machine.gemm_gflops = p.gflops;
+  }
+  r.machine.compute = ComputeTypeName(compute_type);
+  r.machine.gemm_peaks = FormatPeaks(*peaks);
   r.machine.bandwidth_gbs = OnTemporaryThread([] { return MeasureMemoryBandwidthGBs(); });
   r.machine.threads = GetNumThreads();
   r.machine.backend = (*backend)->Describe();
-  std::fprintf(stderr, "arena: f32 GEMM %.1f GFLOP/s, memory read %.1f GB/s, %d threads\n",
-               r.machine.gemm_gflops, r.machine.bandwidth_gbs, r.machine.threads);
+  std::fprintf(stderr, "arena: GEMM peaks %s (the engines compute in %s), memory read %.1f GB/s, "
+               "%d threads\n",
+               r.machine.gemm_peaks.c_str(), r.machine.compute.c_str(), r.machine.bandwidth_gbs,
+               r.machine.threads);
 
   // This machine's rates for each model (for the planner's second prediction).
   std::map<const LoadedModel*, ArenaModelRates> measured_rates;

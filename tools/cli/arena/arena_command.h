@@ -32,6 +32,7 @@ struct ArenaCommand {
   std::string hardware_file;
   std::string out_dir = "build/arena";
   int threads = 0;
+  std::string compute = "auto";  // --compute: the compared engines' BackendOptions::compute
   bool no_quality = false;
 
   void AddTo(CLI::App& app);

@@ -133,10 +133,10 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   const ArenaMachine& m = r.machine;
   std::string o = "# unmask bench arena\n\n";
   o += Printf(
-      "Machine (measured in this run): f32 GEMM peak %.1f GFLOP/s, memory read %.1f GB/s, ridge "
-      "%.1f FLOP/byte; %s.\n",
-      m.gemm_gflops, m.bandwidth_gbs, m.gemm_gflops / std::max(m.bandwidth_gbs, 1e-9),
-      m.backend.c_str());
+      "Machine (measured in this run): GEMM peaks %s; the engines compute in %s (peak %.1f, "
+      "ridge %.1f FLOP/byte at memory read %.1f GB/s); %s.\n",
+      m.gemm_peaks.c_str(), m.compute.c_str(), m.gemm_gflops,
+      m.gemm_gflops / std::max(m.bandwidth_gbs, 1e-9), m.bandwidth_gbs, m.backend.c_str());
   o += Printf("Price: $%.4g per hour (%s).\n\n", m.price_per_hour, m.price_source.c_str());
   std::string models;
   for (const auto& [role, name] :
@@ -316,6 +316,8 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
   return {
       {"machine",
        {{"gemm_peak_gflops", r.machine.gemm_gflops},
+        {"compute", r.machine.compute},
+        {"gemm_peaks", r.machine.gemm_peaks},
         {"bandwidth_gbs", r.machine.bandwidth_gbs},
         {"threads", r.machine.threads},
         {"backend", r.machine.backend},
