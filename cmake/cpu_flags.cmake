@@ -52,11 +52,20 @@ endif()
 
 # Flags for translation units of AVX-512 kernels that are to be selected at run time (CPUID,
 # src/backend/cpu/cpu_isa.h), never called on a CPU without AVX-512 F/BW/DQ/VL: x86-64-v4's
-# features with generic tuning, plus the guard. No product code uses them yet;
-# tests/core/compiler_avx512_test.cc is built with them so that they are known to be safe.
+# features with generic tuning, plus the guard. tests/core/compiler_avx512_test.cc is built with them
+# so that they are known to be safe. UNMASK_AVX512_VNNI_FLAGS adds AVX512_VNNI for the VNNI tier of
+# the Q8_0 int8 kernel (src/ops/linear_q8_vnni_cpu.cc; empty when the compiler lacks the flag, and
+# the AVX2 tier then runs everywhere).
 set(UNMASK_AVX512_FLAGS "")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(UNMASK_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mtune=generic
                           ${UNMASK_GCC12_GUARD_FLAGS})
+endif()
+set(UNMASK_AVX512_VNNI_FLAGS "")
+if(UNMASK_AVX512_FLAGS)
+  check_cxx_compiler_flag("-mavx512vnni" UNMASK_HAVE_AVX512VNNI_FLAG)
+  if(UNMASK_HAVE_AVX512VNNI_FLAG)
+    set(UNMASK_AVX512_VNNI_FLAGS ${UNMASK_AVX512_FLAGS} -mavx512vnni)
+  endif()
 endif()
 message(STATUS "unmask CPU flags: ${UNMASK_CPU_FLAGS} (AVX-512 test code: ${UNMASK_AVX512_FLAGS})")

@@ -64,13 +64,14 @@ class LinearWeight {
 };
 
 // What the fused small-M (M <= 16, in groups of 4 rows) on-the-fly kernels multiply
-// Q4_0/Q4_1/Q4_K/Q6_K weights with. Process-wide (like the GEMM provider); the default is kInt8.
-// Thread-safe to change between calls.
+// Q8_0/Q4_0/Q4_1/Q4_K/Q6_K weights with (F32/F16/BF16 weights always meet f32 x). Process-wide
+// (like the GEMM provider); the default is kInt8. Thread-safe to change between calls.
 //   kInt8: each x row is quantized per 32 elements to int8 with an f32 scale d = max|x| / 127 (the
 //          activations of llama.cpp's CPU kernels, ggml Q8_0) and the blocks are multiplied with
 //          integer dot products: memory-bound instead of decode-bound (1.4-1.7x kF32 on one
-//          core). y differs from the exact product by the activation rounding: per x block b,
-//          |error| <= 0.51 * (max_{k in b} |x_k| / 127) * sum_{k in b} |w_k|, plus f32 rounding.
+//          core for the 4-bit types). y differs from the exact product by the activation
+//          rounding: per x block b, |error| <= 0.51 * (max_{k in b} |x_k| / 127) *
+//          sum_{k in b} |w_k|, plus f32 rounding.
 //   kF32:  the f32 dot product of the exactly dequantized weights and x (what kPacked and
 //          M > 16 compute, up to summation order); decode-bound.
 enum class QuantActivations { kInt8, kF32 };

@@ -3,7 +3,8 @@
 //    in registers and multiplies it with every x row (no f32 copy of W is written), rows of W in
 //    parallel. This reads W once in its stored width, which is what bounds small-M speed. The 4-
 //    and 6-bit block types (Q4_0, Q4_1, Q4_K, Q6_K) have their own kernels (linear_quant_cpu.cc,
-//    linear_quant_i8_cpu.cc), by default with x quantized to int8 once per call.
+//    linear_quant_i8_cpu.cc), by default with x quantized to int8 once per call; so has Q8_0 with
+//    int8 x (linear_quant_i8_cpu.cc, linear_q8_vnni_cpu.cc; with f32 x the kernels below).
 //  * Otherwise panels of rows are dequantized to f32 into a per-thread buffer and multiplied with
 //    cpu::Sgemm (y[:, panel] = x * panel^T, ldc = N). Providers that allow nested calls (oneDNN,
 //    reference) process panels in parallel, one thread each; OpenBLAS processes them in sequence
@@ -266,8 +267,15 @@ int64_t FusedChunkRows(const LinearWeight::Impl& w) {
     if (min_row_bytes == 0 || bytes < min_row_bytes) min_row_bytes = bytes;
   }
   if (min_row_bytes == 0) return kFusedChunkRows;
-  const int64_t balanced = (w.n + 2 * GetNumThreads() - 1) / (2 * GetNumThreads());
-  return std::max(kFusedChunkRows, std::min(kFusedChunkBytes / min_row_bytes, balanced));
+  const int64_t threads = GetNumThreads();
+  const int64_t balanced = (w.n + 2 * threads - 1) / (2 * threads);
+  const int64_t rows =
+      std::max(kFusedChunkRows, std::min(kFusedChunkBytes / min_row_bytes, balanced));
+  // A whole number of chunks per thread (3072 rows of 364 were 9 chunks: 5 on one thread, 4 on the
+  // other), unless the chunks would fall below kFusedChunkRows.
+  int64_t chunks = (w.n + rows - 1) / rows;
+  chunks = (chunks + threads - 1) / threads * threads;
+  return std::max(kFusedChunkRows, (w.n + chunks - 1) / chunks);
 }
 
 // The thread policy's measure of one matrix-vector product: W's size in f32 (4 n k bytes), not
@@ -280,10 +288,13 @@ void LinearFused(const LinearWeight::Impl& w, const float* x, float* y) {
   const std::vector<Panel> chunks = MakePanels(w, FusedChunkRows(w));
   // kM rows share each weight read but multiply the arithmetic: kM x the work of one row.
   const int workers = ThreadsForBytes(kM * WorkBytes(w));
-  // x quantized once per call when segments of the 4-/6-bit types take int8 activations.
+  // x quantized once per call when segments of the Q8_0 / 4-/6-bit types take int8 activations.
   const QuantizedX* xq = PrepareQuantizedX(w, x, kM);
   ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), workers, [&](int64_t i) {
     const Panel& c = chunks[static_cast<size_t>(i)];
+    if (xq != nullptr && HasInt8Kernel(c.seg->dtype)) {
+      return FusedQuantRowsInt8(*c.seg, c.first, c.first + c.rows, *xq, w.n, y);
+    }
     if (IsFusedQuantDType(c.seg->dtype)) {
       return FusedQuantRows(*c.seg, c.first, c.first + c.rows, x, xq, kM, w.k, w.n, y);
     }

@@ -45,9 +45,13 @@ int64_t OnTheFlyPanelRows(int64_t k);
 void LinearOnTheFly(const LinearWeight::Impl& w, const float* x, int64_t m, float* y);
 
 // linear_quant_cpu.cc / linear_quant_i8_cpu.cc: the fused small-M kernels of the 4- and 6-bit
-// block types.
+// block types (f32 or int8 activations), and the int8-activation kernel of Q8_0 (with f32
+// activations Q8_0 takes the generic fused kernels of linear_cpu.cc).
 // True for Q4_0, Q4_1, Q4_K and Q6_K.
 bool IsFusedQuantDType(DType dtype);
+// True for the dtypes with an int8-activation kernel (FusedQuantRowsInt8): Q8_0, Q4_0, Q4_1, Q4_K
+// and Q6_K.
+bool HasInt8Kernel(DType dtype);
 
 // x [m, k] quantized for the int8 kernels: each row in blocks of 32 elements as int8 values with
 // an f32 scale, as ggml's block_q8_0 (but d kept in f32): d = max |x| / 127, q = x * (1 / d)
@@ -67,11 +71,12 @@ struct QuantizedX {
   std::vector<int16_t> pair_offsets;  // [m, k / 64, 16]
 };
 
-// Quantizes x [m, k] (k % 32 == 0) into *out (resized as needed).
-void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out);
+// Quantizes x [m, k] (k % 32 == 0) into *out (resized as needed); q_pairs and pair_offsets only
+// with `pair_layout` (weights with Q4_0 / Q4_1 segments).
+void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_layout = true);
 
 // The int8 activations for one fused Linear call: x quantized into a buffer of the calling thread
-// when GetQuantActivations() is kInt8 and w has a segment of the 4-/6-bit types; nullptr
+// when GetQuantActivations() is kInt8 and w has a segment with HasInt8Kernel; nullptr
 // otherwise (the f32 kernels run). Valid until the thread's next call.
 const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m);
 
@@ -82,9 +87,20 @@ const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x,
 void FusedQuantRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const float* x,
                     const QuantizedX* xq, int64_t m, int64_t k, int64_t n, float* y);
 
-// The integer kernels behind FusedQuantRows (linear_quant_i8_cpu.cc).
+// The integer kernels behind FusedQuantRows, and Q8_0's (linear_quant_i8_cpu.cc): y as above for
+// a segment whose dtype HasInt8Kernel, xq.m rows (1..4). y is the exact product of xq's int8 image
+// (d q) of x with the weights up to f32 rounding.
 void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
                         const QuantizedX& xq, int64_t n, float* y);
+
+// The instruction tier of the Q8_0 int8 kernel, chosen at run time: kAvx512Vnni on CPUs with
+// AVX-512 F/BW/VL and AVX512_VNNI (linear_q8_vnni_cpu.cc, when the build has it), kAvx2 on the
+// other x86-64-v3 CPUs, kScalar in a portable build. The tiers compute the same integer dot
+// products and differ only in the f32 summation order.
+enum class Int8Tier { kScalar, kAvx2, kAvx512Vnni };
+Int8Tier Q8_0Int8Tier();
+// Caps the tier (never raises it above the CPU's): tests run each tier on one machine.
+void LimitQ8_0Int8Tier(Int8Tier max);
 
 }  // namespace cpu
 }  // namespace unmask

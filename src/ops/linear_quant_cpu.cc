@@ -150,13 +150,18 @@ bool IsFusedQuantDType(DType dtype) {
          dtype == DType::kQ6_K;
 }
 
+bool HasInt8Kernel(DType dtype) { return dtype == DType::kQ8_0 || IsFusedQuantDType(dtype); }
+
 const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m) {
   if (GetQuantActivations() != QuantActivations::kInt8) return nullptr;
-  bool any = false;
-  for (const auto& seg : w.segments) any = any || IsFusedQuantDType(seg.dtype);
+  bool any = false, pairs = false;
+  for (const auto& seg : w.segments) {
+    any = any || HasInt8Kernel(seg.dtype);
+    pairs = pairs || seg.dtype == DType::kQ4_0 || seg.dtype == DType::kQ4_1;
+  }
   if (!any) return nullptr;
   thread_local QuantizedX buffer;
-  QuantizeX(x, m, w.k, &buffer);
+  QuantizeX(x, m, w.k, &buffer, pairs);
   return &buffer;
 }
 

@@ -1,4 +1,4 @@
-// Fused small-M Linear for Q4_0 / Q4_1 / Q4_K / Q6_K weights with int8 activations
+// Fused small-M Linear for Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights with int8 activations
 // (QuantActivations::kInt8): x is quantized per 32 elements once per call (QuantizeX below), and
 // each weight block meets its x block in integer dot products, 32 products per instruction pair:
 //   vpmaddubsw (unsigned weight nibbles/6-bit values x signed int8 x, adjacent pairs summed to
@@ -6,21 +6,26 @@
 // then one f32 FMA per block with the product of the scales. Offsets of the weight codes are
 // applied exactly in integers through the x pair sums (Q4_0: q - 8, Q6_K: q - 32) or in f32 through
 // the x block sums (Q4_1: + m, Q4_K: - dmin * mn). Every integer stays exact: |int16| <= 2 * 63 *
-// 127 = 16002 and |int32| < 2^24, so the int32 -> f32 conversion is exact too.
+// 127 = 16002 and |int32| < 2^24, so the int32 -> f32 conversion is exact too. Q8_0's signed
+// weights use the sign trick (|w| x sign(w) q_x; |int16| <= 2 * 128 * 127 = 32512), and on CPUs
+// with AVX-512 VNNI run a kernel of their own with vpdpbusd (linear_q8_vnni_cpu.cc).
 //
 // Per block of 32 and x row this is ~8 vector operations instead of ~18 for decoding the weights
 // to f32, which is what makes the batch-1 product memory-bound. AVX2 instructions (also used by the
 // AVX-512 build: 32 bytes are one block). The portable build runs the same integer arithmetic one
 // element at a time, so that kInt8 means the same numbers (up to f32 rounding) in every build.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include "backend/cpu/cpu_isa.h"
 #include "core/half.h"
 #include "ops/linear_impl.h"
+#include "ops/linear_q8_vnni.h"
 #include "ops/quant_simd.h"
 #include "ops/ref/quant_ref.h"
 #include "ops/simd_math.h"
@@ -51,14 +56,30 @@ int QuantizeBlockScalar(const float* v, float d, int8_t* q, int16_t* pairs) {
   return sum;
 }
 
+// max |v| of a block, NaN when it holds a NaN (the block's d becomes NaN).
 float BlockAbsMax(const float* v) {
+#if defined(UNMASK_QUANT_SIMD)
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 amax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+  for (int t = 0; t < 32; t += 8) {
+    const __m256 x = _mm256_loadu_ps(v + t);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, x));
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  }
+  if (_mm256_movemask_ps(nan) != 0) return std::numeric_limits<float>::quiet_NaN();
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+#else
   float amax = 0.0f;
   for (int t = 0; t < 32; ++t) {
     const float a = std::fabs(v[t]);
-    if (a > amax || std::isnan(a)) amax = a;  // a NaN stays: the block's d becomes NaN
+    if (a > amax || std::isnan(a)) amax = a;
     if (std::isnan(amax)) break;
   }
   return amax;
+#endif
 }
 
 #if defined(UNMASK_QUANT_SIMD)
@@ -88,7 +109,7 @@ int QuantizeBlockSimd(const float* v, float d, int8_t* q, int16_t* pairs) {
 
 }  // namespace
 
-void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out) {
+void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_layout) {
   const int64_t num_blocks = m * (k / 32);
   out->m = m;
   out->k = k;
@@ -111,6 +132,7 @@ void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out) {
     out->d_sum[static_cast<size_t>(b)] = d * static_cast<float>(sum);
   }
   // The pair layout of the Q4_0 / Q4_1 kernels.
+  if (!pair_layout) return;
   const int64_t row_blocks = k / 32, row_pairs = row_blocks / 2;
   out->q_pairs.resize(static_cast<size_t>(m * k));
   out->pair_offsets.resize(static_cast<size_t>(m * row_pairs * 16));
@@ -134,6 +156,29 @@ void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out) {
     if (row_blocks % 2 != 0) std::memcpy(qp + 64 * row_pairs, q + 64 * row_pairs, 32);
   }
 }
+
+namespace {
+std::atomic<Int8Tier> g_q8_0_tier_limit{Int8Tier::kAvx512Vnni};
+
+Int8Tier DetectQ8_0Int8Tier() {
+#if defined(UNMASK_QUANT_SIMD)
+  const CpuFeatures& f = GetCpuFeatures();
+  if (Q8_0VnniCompiled() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) {
+    return Int8Tier::kAvx512Vnni;
+  }
+  return Int8Tier::kAvx2;
+#else
+  return Int8Tier::kScalar;
+#endif
+}
+}  // namespace
+
+Int8Tier Q8_0Int8Tier() {
+  static const Int8Tier detected = DetectQ8_0Int8Tier();
+  return std::min(detected, g_q8_0_tier_limit.load(std::memory_order_relaxed));
+}
+
+void LimitQ8_0Int8Tier(Int8Tier max) { g_q8_0_tier_limit.store(max, std::memory_order_relaxed); }
 
 #if defined(UNMASK_QUANT_SIMD)
 namespace {
@@ -380,10 +425,47 @@ void RowsQ6_K(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, co
   }
 }
 
+// Q8_0, AVX2 tier: vpmaddubsw takes unsigned x signed bytes, so the weights' signs move to x
+// (vpsignb): |w| (as u8: |-128| = 128) times sign(w) * q_x, pairs summed to int16 (<= 32512 in
+// magnitude: exact), then vpmaddwd to int32.
+template <int kM>
+void RowsQ8_0(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const XView& x,
+              int64_t n, float* y) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t j = j0; j < j1; ++j) {
+    const auto* row =
+        reinterpret_cast<const BlockQ8_0*>(seg.data + static_cast<size_t>(j) * seg.row_bytes);
+    PrefetchAhead(reinterpret_cast<const uint8_t*>(row), seg.row_bytes);
+    __m256 acc[kM][2];
+    for (int i = 0; i < kM; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    auto step = [&](int64_t b, int chain) {
+      const __m256i w = Load256(row[b].qs);
+      const __m256i w_abs = _mm256_sign_epi8(w, w);
+      const float dw = quant::HalfToFloat(row[b].d);
+      for (int i = 0; i < kM; ++i) {
+        const __m256i xs = _mm256_sign_epi8(Load256(x.q(i, b)), w);
+        const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, xs), ones);
+        acc[i][chain] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * x.d(i, b)), acc[i][chain]);
+      }
+    };
+    int64_t b = 0;
+    for (; b + 2 <= x.num_blocks; b += 2) {
+      step(b, 0);
+      step(b + 1, 1);
+    }
+    if (b < x.num_blocks) step(b, 0);
+    for (int i = 0; i < kM; ++i)
+      y[i * n + seg.row0 + j] = Sum8(_mm256_add_ps(acc[i][0], acc[i][1]));
+  }
+}
+
 template <int kM>
 void RowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, const XView& x,
               int64_t n, float* y) {
   switch (seg.dtype) {
+    case DType::kQ8_0:
+      return RowsQ8_0<kM>(seg, j0, j1, x, n, y);
     case DType::kQ4_0:
       return RowsQ4Pairs<BlockQ4_0, kM>(seg, j0, j1, x, n, y);
     case DType::kQ4_1:
@@ -401,6 +483,19 @@ void RowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, co
 
 void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
                         const QuantizedX& xq, int64_t n, float* y) {
+  if (seg.dtype == DType::kQ8_0 && Q8_0Int8Tier() == Int8Tier::kAvx512Vnni) {
+    Q8_0Int8Args args;
+    args.w = seg.data + static_cast<size_t>(j0) * seg.row_bytes;
+    args.row_bytes = seg.row_bytes;
+    args.rows = j1 - j0;
+    args.num_blocks = xq.k / 32;
+    args.m = static_cast<int>(xq.m);
+    args.xq = xq.q.data();
+    args.xd = xq.d.data();
+    args.y = y + seg.row0 + j0;
+    args.y_stride = n;
+    return RowsQ8_0Vnni(args);
+  }
   const XView x{xq, xq.k / 32};
   switch (xq.m) {
     case 1:
@@ -434,7 +529,11 @@ float RowInt8(DType dtype, const uint8_t* row, const QuantizedX& x, int64_t i) {
   float acc = 0.0f;
   for (int64_t b = 0; b < num_blocks; ++b) {
     const int8_t* xb = xq + 32 * b;
-    if (dtype == DType::kQ4_0 || dtype == DType::kQ4_1) {
+    if (dtype == DType::kQ8_0) {
+      const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(row)[b];
+      const int64_t dot = BlockDot(xb, 0, [&](int64_t t) { return blk.qs[t]; });
+      acc += static_cast<float>(dot) * (F16ToF32(blk.d) * xd[b]);
+    } else if (dtype == DType::kQ4_0 || dtype == DType::kQ4_1) {
       const uint8_t* qs = dtype == DType::kQ4_0 ? reinterpret_cast<const BlockQ4_0*>(row)[b].qs
                                                 : reinterpret_cast<const BlockQ4_1*>(row)[b].qs;
       const int offset = dtype == DType::kQ4_0 ? 8 : 0;

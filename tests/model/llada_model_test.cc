@@ -10,6 +10,7 @@
 
 #include "fixtures/tiny_llada.h"
 #include "model/loader.h"
+#include "ops/linear.h"
 #include "test_util.h"
 
 namespace unmask {
@@ -147,15 +148,23 @@ TEST(LladaModelTest, WeightModesAndDtypesAgree) {
       RunForward(*Load(Write(spec, "f32b"), WeightMode::kOnTheFly).model, tokens, rows);
   EXPECT_LT(MaxAbsDiff(ref, otf), 1e-4);
   // Lower-precision copies of the same random weights stay close (f16: 2^-11 relative per weight).
+  // Native Q8_0 at M <= 16 multiplies int8 activations by default (QuantActivations::kInt8, as the
+  // 4-bit types): exact agreement with the packed weights holds with f32 activations, and the int8
+  // ones stay within the reference's distance.
   for (auto type : {gguf::GgmlType::kF16, gguf::GgmlType::kBF16, gguf::GgmlType::kQ8_0}) {
     spec.weight_type = type;
     const std::string path = Write(spec, "typed");
     const std::vector<float> packed =
         RunForward(*Load(path, WeightMode::kPacked).model, tokens, rows);
+    const std::vector<float> native_int8x =
+        RunForward(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
+    SetQuantActivations(QuantActivations::kF32);
     const std::vector<float> native =
         RunForward(*Load(path, WeightMode::kOnTheFly).model, tokens, rows);
+    SetQuantActivations(QuantActivations::kInt8);
     EXPECT_LT(MaxAbsDiff(packed, native), 1e-4) << static_cast<int>(type);
     EXPECT_LT(MaxAbsDiff(packed, ref), 0.5) << static_cast<int>(type);
+    EXPECT_LT(MaxAbsDiff(native_int8x, ref), 0.5) << static_cast<int>(type);
   }
 }
 

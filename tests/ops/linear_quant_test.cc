@@ -1,7 +1,9 @@
-// Linear with Q4_0 / Q4_1 / Q4_K / Q6_K weights, both weight modes and both QuantActivations,
-// M = 1..5 and 17 (M <= 16 runs the fused kernels of linear_quant_cpu.cc / linear_quant_i8_cpu.cc
-// on the fly, in groups of 4 rows; M = 17 the dequantized panels), against a float64 dot product of
-// the reference-dequantized weights (ops/ref/quant_ref) and the exact x.
+// Linear with Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights, both weight modes and both
+// QuantActivations, M = 1..5 and 17 (Q8_0: 1..17; M <= 16 runs the fused kernels of
+// linear_quant_cpu.cc / linear_quant_i8_cpu.cc / linear_q8_vnni_cpu.cc on the fly, in groups of 4
+// rows; M = 17 the dequantized panels), against a float64 dot product of the reference-dequantized
+// weights (ops/ref/quant_ref) and the exact x. Q8_0 with int8 x runs each instruction tier the CPU
+// has (AVX-512 VNNI, AVX2; Int8Tier).
 //
 // Tolerance per element y_i = sum_k w_k x_k (float64 reference y_ref):
 //  * exact weights and activations (kPacked, M = 5, QuantActivations::kF32): only f32
@@ -17,15 +19,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "backend/cpu/cpu_isa.h"
 #include "core/half.h"
 #include "op_test_util.h"
 #include "ops/linear.h"
 #include "ops/linear_impl.h"
+#include "ops/linear_q8_vnni.h"
 #include "ops/ref/convert_ref.h"
 #include "ops/ref/quant_ref.h"
 #include "quant_test_util.h"
@@ -103,7 +109,7 @@ std::vector<float> Int8Image(const std::vector<float>& x) {
 // above. With int8 activations also against the dot products with Int8Image(x), where only the
 // f32 rounding bound applies (this pins the kernels' arithmetic, the first check the promise of
 // linear.h); `offsets` (|m_k|, [n, k]) is used there only.
-// `exact_rows`: rows of W that are not of the 4-/6-bit types (exact x even in int8 mode).
+// `exact_rows`: rows of W without an int8 kernel (F32/F16/BF16: exact x even in int8 mode).
 void ExpectMatchesFloat64Dot(const std::vector<float>& x, const std::vector<float>& w_f32,
                              int64_t m, int64_t k, int64_t n, const std::vector<float>& y,
                              bool int8_x, const std::vector<float>& offsets,
@@ -160,6 +166,33 @@ std::string ActivationsName(QuantActivations a) {
 
 using QuantParam = std::tuple<DType, WeightMode, QuantActivations>;
 
+// The Q8_0 int8 kernel's tiers to run (each capped by LimitQ8_0Int8Tier; on a CPU without AVX-512
+// VNNI both caps run the AVX2 tier); one pass for the other types.
+std::vector<cpu::Int8Tier> TiersFor(DType dtype) {
+  if (dtype != DType::kQ8_0) return {cpu::Int8Tier::kAvx512Vnni};
+  return {cpu::Int8Tier::kAvx512Vnni, cpu::Int8Tier::kAvx2};
+}
+
+std::string TierName(cpu::Int8Tier tier) {
+  switch (tier) {
+    case cpu::Int8Tier::kAvx512Vnni:
+      return "avx512vnni";
+    case cpu::Int8Tier::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
+}
+
+// Caps the Q8_0 tier for one scope.
+class ScopedTier {
+ public:
+  explicit ScopedTier(cpu::Int8Tier max) { cpu::LimitQ8_0Int8Tier(max); }
+  ~ScopedTier() { cpu::LimitQ8_0Int8Tier(cpu::Int8Tier::kAvx512Vnni); }
+  ScopedTier(const ScopedTier&) = delete;
+  ScopedTier& operator=(const ScopedTier&) = delete;
+};
+
 class LinearQuantTest : public ::testing::TestWithParam<QuantParam> {
  protected:
   void SetUp() override {
@@ -178,27 +211,37 @@ TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5And17) {
     int64_t k, n;
   };
   // SmolLM2-135M's K (576 = 18 blocks of 32; its K-quant tensors have K = 1536) and odd N.
-  const std::vector<Dims> dims = GetDTypeInfo(dtype).block_size == kQkK
-                                     ? std::vector<Dims>{{256, 1}, {512, 37}, {1536, 70}}
-                                     : std::vector<Dims>{{32, 1}, {64, 37}, {576, 70}, {1536, 9}};
+  // Q8_0 also with odd numbers of blocks (3, 7: the VNNI tier takes blocks in pairs).
+  const std::vector<Dims> dims =
+      GetDTypeInfo(dtype).block_size == kQkK ? std::vector<Dims>{{256, 1}, {512, 37}, {1536, 70}}
+      : dtype == DType::kQ8_0
+          ? std::vector<Dims>{{32, 1}, {64, 37}, {96, 13}, {224, 11}, {576, 70}, {1536, 9}}
+          : std::vector<Dims>{{32, 1}, {64, 37}, {576, 70}, {1536, 9}};
+  std::vector<int64_t> ms = {1, 2, 3, 4, 5, 17};
+  if (dtype == DType::kQ8_0) ms = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
   uint64_t seed = 1;
-  for (const Dims& d : dims) {
-    for (bool random_bytes : {true, false}) {
-      const QuantWeight w = MakeQuantWeight(dtype, d.n, d.k, seed++, random_bytes);
-      const std::vector<float> offsets = OffsetMagnitudes(dtype, w.bytes.data(), d.n * d.k);
-      auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
-      ASSERT_TRUE(weight.ok()) << weight.status().ToString();
-      for (int64_t m : {1, 2, 3, 4, 5, 17}) {
-        SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(d.k) +
-                     " n=" + std::to_string(d.n) + (random_bytes ? " random bytes" : " quantized"));
-        const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * d.k), seed++);
-        std::vector<float> y(static_cast<size_t>(m * d.n), std::numeric_limits<float>::quiet_NaN());
-        const Status s =
-            Linear(testing::View(x, Shape{m, d.k}), *weight, testing::View(y, Shape{m, d.n}));
-        ASSERT_TRUE(s.ok()) << s.ToString();
-        const bool int8 =
-            activations == QuantActivations::kInt8 && mode == WeightMode::kOnTheFly && m <= 16;
-        ExpectMatchesFloat64Dot(x, w.f32, m, d.k, d.n, y, int8, offsets);
+  for (const cpu::Int8Tier tier : TiersFor(dtype)) {
+    const ScopedTier scoped(tier);
+    for (const Dims& d : dims) {
+      for (bool random_bytes : {true, false}) {
+        const QuantWeight w = MakeQuantWeight(dtype, d.n, d.k, seed++, random_bytes);
+        const std::vector<float> offsets = OffsetMagnitudes(dtype, w.bytes.data(), d.n * d.k);
+        auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
+        ASSERT_TRUE(weight.ok()) << weight.status().ToString();
+        for (int64_t m : ms) {
+          SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(d.k) + " n=" +
+                       std::to_string(d.n) + (random_bytes ? " random bytes" : " quantized") +
+                       " tier " + TierName(cpu::Q8_0Int8Tier()));
+          const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * d.k), seed++);
+          std::vector<float> y(static_cast<size_t>(m * d.n),
+                               std::numeric_limits<float>::quiet_NaN());
+          const Status s =
+              Linear(testing::View(x, Shape{m, d.k}), *weight, testing::View(y, Shape{m, d.n}));
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          const bool int8 =
+              activations == QuantActivations::kInt8 && mode == WeightMode::kOnTheFly && m <= 16;
+          ExpectMatchesFloat64Dot(x, w.f32, m, d.k, d.n, y, int8, offsets);
+        }
       }
     }
   }
@@ -213,17 +256,22 @@ TEST_P(LinearQuantTest, RowsDoNotDependOnM) {
   const QuantWeight w = MakeQuantWeight(dtype, n, k, 99, false);
   auto weight = LinearWeight::Prepare({&w.view, 1}, mode);
   ASSERT_TRUE(weight.ok());
-  for (int64_t m : {2, 3, 4, 5, 9, 16}) {
-    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * k), 7);
-    std::vector<float> y(static_cast<size_t>(m * n)), y1(static_cast<size_t>(n));
-    ASSERT_TRUE(Linear(testing::View(x, Shape{m, k}), *weight, testing::View(y, Shape{m, n})).ok());
-    for (int64_t i = 0; i < m; ++i) {
-      const std::vector<float> xi(x.begin() + i * k, x.begin() + (i + 1) * k);
+  for (const cpu::Int8Tier tier : TiersFor(dtype)) {
+    const ScopedTier scoped(tier);
+    for (int64_t m : {2, 3, 4, 5, 9, 16}) {
+      const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * k), 7);
+      std::vector<float> y(static_cast<size_t>(m * n)), y1(static_cast<size_t>(n));
       ASSERT_TRUE(
-          Linear(testing::View(xi, Shape{1, k}), *weight, testing::View(y1, Shape{1, n})).ok());
-      for (int64_t j = 0; j < n; ++j) {
-        ASSERT_EQ(y[static_cast<size_t>(i * n + j)], y1[static_cast<size_t>(j)])
-            << "m=" << m << " row " << i << " col " << j;
+          Linear(testing::View(x, Shape{m, k}), *weight, testing::View(y, Shape{m, n})).ok());
+      for (int64_t i = 0; i < m; ++i) {
+        const std::vector<float> xi(x.begin() + i * k, x.begin() + (i + 1) * k);
+        ASSERT_TRUE(
+            Linear(testing::View(xi, Shape{1, k}), *weight, testing::View(y1, Shape{1, n})).ok());
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(y[static_cast<size_t>(i * n + j)], y1[static_cast<size_t>(j)])
+              << "m=" << m << " row " << i << " col " << j << " tier "
+              << TierName(cpu::Q8_0Int8Tier());
+        }
       }
     }
   }
@@ -288,7 +336,8 @@ TEST_P(LinearQuantTest, KNotAWholeNumberOfBlocksIsRejected) {
 
 INSTANTIATE_TEST_SUITE_P(
     QuantTypesAndModes, LinearQuantTest,
-    ::testing::Combine(::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K),
+    ::testing::Combine(::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+                                         DType::kQ6_K),
                        ::testing::Values(WeightMode::kPacked, WeightMode::kOnTheFly),
                        ::testing::Values(QuantActivations::kInt8, QuantActivations::kF32)),
     [](const ::testing::TestParamInfo<QuantParam>& p) {
@@ -339,7 +388,7 @@ TEST_P(LinearQuantMixedTest, PartsOfEveryQuantizedType) {
     }
     w_f32.insert(w_f32.end(), f32->begin(), f32->end());
     exact_rows.insert(exact_rows.end(), static_cast<size_t>(rows[p]),
-                      !testing::IsQuantType(dtypes[p]));
+                      !cpu::HasInt8Kernel(dtypes[p]));
   }
   const int64_t n = static_cast<int64_t>(w_f32.size()) / k;
   for (WeightMode mode : {WeightMode::kOnTheFly, WeightMode::kPacked}) {
@@ -362,7 +411,7 @@ TEST_P(LinearQuantMixedTest, PartsOfEveryQuantizedType) {
 // The kernels skip nothing: a weight whose only non-zero element sits in the last block of the last
 // row, at each position of that block, is seen in y.
 TEST_P(LinearQuantMixedTest, EveryPositionOfTheLastBlockCounts) {
-  for (DType dtype : {DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
     const int64_t block = GetDTypeInfo(dtype).block_size;
     const int64_t k = 2 * block, n = 3;
     for (int64_t pos = 0; pos < block; ++pos) {
@@ -390,6 +439,88 @@ TEST_P(LinearQuantMixedTest, EveryPositionOfTheLastBlockCounts) {
       EXPECT_GT(std::fabs(y[2]), 0.5f * static_cast<float>(block + pos + 1));
     }
   }
+}
+
+// Q8_0 with int8 x, per tier: a weight block with a NaN scale makes its row NaN (as the f32 path
+// does), zero-scale and all-zero blocks add nothing, and q = -128 (never written by ggml, valid in
+// a file) is multiplied exactly.
+TEST(LinearQ8_0Int8Test, NaNZeroAndMinusOneTwentyEightBlocks) {
+  ASSERT_TRUE(testing::SelectProvider(cpu::GemmProvider::kOneDnn).ok());
+  SetQuantActivations(QuantActivations::kInt8);
+  const int64_t k = 224, n = 6, nb = k / 32;  // 7 blocks: pairs and a last odd one
+  std::vector<BlockQ8_0> blocks(static_cast<size_t>(n * nb));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ8_0& blk = blocks[static_cast<size_t>(r * nb + b)];
+      blk.d = F32ToF16(0.25f * static_cast<float>(b + 1));
+      for (int t = 0; t < 32; ++t)
+        blk.qs[t] = static_cast<int8_t>((r * 37 + b * 11 + t * 5) % 255 - 127);
+    }
+  }
+  blocks[static_cast<size_t>(0 * nb + 3)].d = 0x7E00;  // row 0: NaN scale in a paired block
+  blocks[static_cast<size_t>(1 * nb + 6)].d = 0x7E00;  // row 1: NaN scale in the last block
+  for (int64_t b = 0; b < nb; ++b) blocks[static_cast<size_t>(2 * nb + b)].d = 0;  // row 2: d = 0
+  for (int64_t b = 0; b < nb; ++b) {                                               // row 3: q = 0
+    std::fill(std::begin(blocks[static_cast<size_t>(3 * nb + b)].qs),
+              std::end(blocks[static_cast<size_t>(3 * nb + b)].qs), int8_t{0});
+  }
+  for (int64_t b = 0; b < nb; ++b) {  // row 4: every q = -128
+    std::fill(std::begin(blocks[static_cast<size_t>(4 * nb + b)].qs),
+              std::end(blocks[static_cast<size_t>(4 * nb + b)].qs), int8_t{-128});
+  }
+  const TensorView view{blocks.data(), DType::kQ8_0, Shape{n, k}};
+  std::vector<float> w_f32(static_cast<size_t>(n * k));
+  ASSERT_TRUE(ref::ConvertRowToF32(DType::kQ8_0, blocks.data(), n * k, w_f32.data()));
+  auto weight = LinearWeight::Prepare({&view, 1}, WeightMode::kOnTheFly);
+  ASSERT_TRUE(weight.ok());
+  for (const cpu::Int8Tier tier : TiersFor(DType::kQ8_0)) {
+    const ScopedTier scoped(tier);
+    SCOPED_TRACE("tier " + TierName(cpu::Q8_0Int8Tier()));
+    for (int64_t m : {1, 3, 4, 6}) {
+      const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * k), 40 + m);
+      std::vector<float> y(static_cast<size_t>(m * n));
+      ASSERT_TRUE(
+          Linear(testing::View(x, Shape{m, k}), *weight, testing::View(y, Shape{m, n})).ok());
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * n + 0)])) << "m=" << m << " i=" << i;
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * n + 1)])) << "m=" << m << " i=" << i;
+        EXPECT_EQ(y[static_cast<size_t>(i * n + 2)], 0.0f) << "m=" << m << " i=" << i;
+        EXPECT_EQ(y[static_cast<size_t>(i * n + 3)], 0.0f) << "m=" << m << " i=" << i;
+      }
+      // Rows 4 and 5 against the float64 products (rows 0-3 are not finite or trivially 0).
+      std::vector<float> w45(w_f32.begin() + 4 * k, w_f32.end()), y45;
+      for (int64_t i = 0; i < m; ++i) {
+        y45.push_back(y[static_cast<size_t>(i * n + 4)]);
+        y45.push_back(y[static_cast<size_t>(i * n + 5)]);
+      }
+      ExpectMatchesFloat64Dot(x, w45, m, k, 2, y45, true,
+                              std::vector<float>(static_cast<size_t>(2 * k), 0.0f));
+    }
+  }
+  testing::RestoreDefaultProvider();
+}
+
+// The tier follows the CPU: AVX-512 VNNI where it has AVX-512 F/BW/VL + VNNI and the build compiled
+// that kernel, and the cap lowers it.
+TEST(LinearQ8_0Int8Test, TierFollowsTheCpu) {
+  const cpu::Int8Tier tier = cpu::Q8_0Int8Tier();
+  const cpu::CpuFeatures& f = cpu::GetCpuFeatures();
+  const bool vnni = f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+  if (tier == cpu::Int8Tier::kAvx512Vnni) {
+    EXPECT_TRUE(vnni);
+  }
+#if defined(__x86_64__) && defined(__AVX2__)
+  EXPECT_NE(tier, cpu::Int8Tier::kScalar);
+  if (vnni && cpu::Q8_0VnniCompiled()) {
+    EXPECT_EQ(tier, cpu::Int8Tier::kAvx512Vnni);
+  }
+#endif
+  {
+    const ScopedTier scoped(cpu::Int8Tier::kAvx2);
+    EXPECT_LE(cpu::Q8_0Int8Tier(), cpu::Int8Tier::kAvx2);
+  }
+  EXPECT_EQ(cpu::Q8_0Int8Tier(), tier);
+  std::printf("Q8_0 int8 tier on this CPU: %s\n", TierName(tier).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(BothActivations, LinearQuantMixedTest,

@@ -113,6 +113,18 @@ inline BlockQ4_K QuantizeQ4_K(const float* x) {
   return PackQ4_K(q, sc, mn, d, dmin);
 }
 
+// As ggml's quantize_row_q8_0_ref: d = max |x| / 127, q = round(x / d).
+inline BlockQ8_0 QuantizeQ8_0(const float* x) {
+  float amax = 0.0f;
+  for (int l = 0; l < 32; ++l) amax = std::max(amax, std::fabs(x[l]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  BlockQ8_0 b{};
+  b.d = F32ToF16(d);
+  for (int l = 0; l < 32; ++l) b.qs[l] = static_cast<int8_t>(std::lround(x[l] * id));
+  return b;
+}
+
 inline BlockQ6_K QuantizeQ6_K(const float* x) {
   float scale[16];
   for (int s = 0; s < 16; ++s) {
@@ -136,7 +148,7 @@ inline BlockQ6_K QuantizeQ6_K(const float* x) {
   return PackQ6_K(q, sc, d);
 }
 
-// One row of `n` values of `dtype` (Q4_0, Q4_1, Q4_K or Q6_K) quantized into `out`
+// One row of `n` values of `dtype` (Q8_0, Q4_0, Q4_1, Q4_K or Q6_K) quantized into `out`
 // (RowBytes(dtype, n) bytes).
 inline void QuantizeRow(DType dtype, const float* x, int64_t n, uint8_t* out) {
   const int64_t block = GetDTypeInfo(dtype).block_size;
@@ -144,7 +156,10 @@ inline void QuantizeRow(DType dtype, const float* x, int64_t n, uint8_t* out) {
   for (int64_t b = 0; b < n / block; ++b) {
     const float* v = x + b * block;
     uint8_t* dst = out + static_cast<size_t>(b) * bytes;
-    if (dtype == DType::kQ4_0) {
+    if (dtype == DType::kQ8_0) {
+      const BlockQ8_0 blk = QuantizeQ8_0(v);
+      std::memcpy(dst, &blk, bytes);
+    } else if (dtype == DType::kQ4_0) {
       const BlockQ4_0 blk = QuantizeQ4_0(v);
       std::memcpy(dst, &blk, bytes);
     } else if (dtype == DType::kQ4_1) {
@@ -187,7 +202,7 @@ inline std::vector<uint8_t> RandomBlocks(DType dtype, int64_t num_blocks, uint64
   const std::vector<uint16_t> special = SpecialScales(non_finite);
   // Byte offsets of the f16 fields in each layout.
   std::vector<size_t> fields;
-  if (dtype == DType::kQ4_0) fields = {0};
+  if (dtype == DType::kQ4_0 || dtype == DType::kQ8_0) fields = {0};
   if (dtype == DType::kQ4_1 || dtype == DType::kQ4_K) fields = {0, 2};
   if (dtype == DType::kQ6_K) fields = {offsetof(BlockQ6_K, d)};
   for (int64_t b = 0; b < num_blocks; ++b) {

@@ -150,7 +150,7 @@ struct LinearConfig {
   DType dtype;  // stored dtype of the weight
   int64_t m, k, n;
   int copies = 1;  // distinct weights cycled through (> 1: weights not in cache, as in a forward)
-  QuantActivations activations = QuantActivations::kInt8;  // for Q4_0/Q4_1/Q4_K/Q6_K at M <= 4
+  QuantActivations activations = QuantActivations::kInt8;  // Q8_0/Q4_0/Q4_1/Q4_K/Q6_K at M <= 16
 };
 
 void BM_Linear(benchmark::State& state, LinearConfig c) {
@@ -365,8 +365,8 @@ void RegisterAll() {
   // FFN 1536, vocab 49152; its K-quant tensors are the K = 1536 ones) and of the target model.
   // LinearMatVec: distinct copies cycled through adding up to >= 64 MB (2x the L3), so that
   // weight_GB/s is the achieved memory bandwidth; LinearMatVecHot: one copy (in cache when it fits:
-  // the kernels' compute speed). The 4-/6-bit types run with int8 activations (the default) and,
-  // as "<type>_f32x", with exact f32 ones.
+  // the kernels' compute speed). Q8_0 and the 4-/6-bit types run with int8 activations (the
+  // default) and, as "<type>_f32x", with exact f32 ones.
   const Shape2 matvec_shapes[] = {{576, 1536, "smollm2_ffn_up"},
                                   {1536, 576, "smollm2_ffn_down"},
                                   {576, 49152, "smollm2_output"},
@@ -377,7 +377,7 @@ void RegisterAll() {
       for (DType dtype :
            {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
         if (s.k % GetDTypeInfo(dtype).block_size != 0) continue;
-        const bool quant = dtype != DType::kF16 && dtype != DType::kQ8_0;
+        const bool quant = dtype != DType::kF16;  // has int8 kernels
         const double bytes = static_cast<double>(*RowBytes(dtype, s.k)) * static_cast<double>(s.n);
         const int copies = hot ? 1 : static_cast<int>(std::ceil(64e6 / bytes));
         for (QuantActivations a : {QuantActivations::kInt8, QuantActivations::kF32}) {

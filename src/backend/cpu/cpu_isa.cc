@@ -23,6 +23,7 @@ CpuFeatures Detect() {
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   return f;
 }
 

@@ -17,6 +17,7 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vl = false;
   bool avx512bf16 = false;
+  bool avx512vnni = false;  // AVX512_VNNI (vpdpbusd / vpdpwssd on zmm; on ymm with AVX512VL)
 };
 
 // Detected once (thread-safe static initialisation).
