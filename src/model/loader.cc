@@ -35,8 +35,8 @@ StatusOr<WeightMode> ChooseWeightMode(const gguf::GgufFile& f, const ModelConfig
   if (!config.is_diffusion() && !low_precision) return WeightMode::kOnTheFly;
   uint64_t packed_bytes = 0;
   for (const gguf::TensorInfo& t : f.tensors()) {
-    packed_bytes += static_cast<uint64_t>(t.num_elements()) *
-                    static_cast<uint64_t>(ComputeTypeBytes(compute));
+    packed_bytes +=
+        static_cast<uint64_t>(t.num_elements()) * static_cast<uint64_t>(ComputeTypeBytes(compute));
   }
   const uint64_t memory = PhysicalMemoryBytes();
   if (memory == 0 || packed_bytes <= memory / 2) return WeightMode::kPacked;

@@ -35,13 +35,14 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   WeightMode weight_mode = WeightMode::kPacked;  // the mode actually used
-  std::shared_ptr<Backend> backend;                 // the model's backend (model->backend())
+  std::shared_ptr<Backend> backend;              // the model's backend (model->backend())
 };
 
 // Errors: those of GgufFile::Open, ReadModelConfig, Tokenizer::FromGguf and model creation, each
 // naming the file; InvalidArgument for kOnTheFly weights on a bf16 / int8 backend;
-// ResourceExhausted when bf16 / int8 packed weights would not fit in half of memory; FailedPrecondition when a diffusion model has no mask token; Unimplemented for
-// a backend the transformer cannot run on (any but the CPU backend in this build).
+// ResourceExhausted when bf16 / int8 packed weights would not fit in half of memory;
+// FailedPrecondition when a diffusion model has no mask token; Unimplemented for a backend the
+// transformer cannot run on (any but the CPU backend in this build).
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
 
 }  // namespace unmask

@@ -188,18 +188,20 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     if (!gate_up.ok()) return gate_up.status().WithContext(f.path() + ": " + p + "ffn_gate/ffn_up");
     L.gate_up = std::move(gate_up).value();
     tick(2);
-    UNMASK_ASSIGN_OR_RETURN(L.down, GetLinear(f, p + "ffn_down.weight", d, c.ffn_size, mode, compute));
+    UNMASK_ASSIGN_OR_RETURN(L.down,
+                            GetLinear(f, p + "ffn_down.weight", d, c.ffn_size, mode, compute));
     tick();
   }
   UNMASK_ASSIGN_OR_RETURN(m->output_norm_, GetVector(f, "output_norm.weight", d));
   tick();
   if (c.tied_output) {
-    auto out = LinearWeight::Prepare(std::span<const TensorView>(&m->token_embd_, 1), mode,
-                                     compute);
+    auto out =
+        LinearWeight::Prepare(std::span<const TensorView>(&m->token_embd_, 1), mode, compute);
     if (!out.ok()) return out.status().WithContext(f.path() + ": tied output (token_embd.weight)");
     m->output_ = std::move(out).value();
   } else {
-    UNMASK_ASSIGN_OR_RETURN(m->output_, GetLinear(f, "output.weight", c.vocab_size, d, mode, compute));
+    UNMASK_ASSIGN_OR_RETURN(m->output_,
+                            GetLinear(f, "output.weight", c.vocab_size, d, mode, compute));
     tick();
   }
   UNMASK_ASSIGN_OR_RETURN(m->output_bias_, GetBias(f, "output.bias", c.vocab_size));

@@ -95,8 +95,7 @@ ComputeType LinearWeight::compute() const {
 
 StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, WeightMode mode,
                                              ComputeType compute) {
-  if (mode != WeightMode::kAuto && mode != WeightMode::kPacked &&
-      mode != WeightMode::kOnTheFly) {
+  if (mode != WeightMode::kAuto && mode != WeightMode::kPacked && mode != WeightMode::kOnTheFly) {
     return InvalidArgumentError("LinearWeight::Prepare: unknown WeightMode value " +
                                 std::to_string(static_cast<int>(mode)));
   }

@@ -19,11 +19,12 @@ struct PriceRange {
 };
 
 struct Hardware {
-  std::string id;                             // "h100-sxm", "h200", "a100", "l4", "cpu"
-  std::string name;                           // "NVIDIA H100 SXM5 80GB"
-  std::string kind;                           // "gpu" | "cpu"
-  std::map<std::string, double> peak_tflops;  // dense, per dtype ("bf16", "fp8", "int8", "f16", "f32")
-  double memory_bandwidth_gbs = 0;            // GB/s (1e9 bytes/s)
+  std::string id;    // "h100-sxm", "h200", "a100", "l4", "cpu"
+  std::string name;  // "NVIDIA H100 SXM5 80GB"
+  std::string kind;  // "gpu" | "cpu"
+  std::map<std::string, double>
+      peak_tflops;                  // dense, per dtype ("bf16", "fp8", "int8", "f16", "f32")
+  double memory_bandwidth_gbs = 0;  // GB/s (1e9 bytes/s)
   double memory_gb = 0;
   PriceRange price;
   double compute_efficiency = 1;    // achievable fraction of the peak for large GEMMs

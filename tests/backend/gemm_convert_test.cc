@@ -42,7 +42,10 @@ TEST(GemmConvertTest, Bf16RoundsTiesToEvenAndKeepsSpecialValues) {
       std::bit_cast<float>(0x3F808000u),  // tie, even below: rounds down to 0x3F80
       std::bit_cast<float>(0x3F818000u),  // tie, odd below: rounds up to 0x3F82
       std::bit_cast<float>(0x3F808001u),  // above the tie: up
-      inf, -inf, std::numeric_limits<float>::quiet_NaN(), -0.0f,
+      inf,
+      -inf,
+      std::numeric_limits<float>::quiet_NaN(),
+      -0.0f,
       std::bit_cast<float>(0x00000001u),  // smallest denormal
       std::bit_cast<float>(0x7F7FFFFFu),  // largest finite: rounds to inf
       std::bit_cast<float>(0x7F800001u),  // signalling NaN: stays NaN
@@ -82,9 +85,9 @@ TEST(GemmConvertTest, QuantizeRowZerosAndNonFinite) {
     std::vector<int8_t> q(static_cast<size_t>(k), 9);
     EXPECT_EQ(QuantizeRowS8(zeros.data(), k, q.data()), 0.0f);
     for (int8_t v : q) EXPECT_EQ(v, 0);
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(),
-                      std::numeric_limits<float>::infinity(),
-                      -std::numeric_limits<float>::infinity()}) {
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+          -std::numeric_limits<float>::infinity()}) {
       for (int64_t at : {int64_t{0}, k / 2, k - 1}) {
         std::vector<float> x = RandomRow(k, 3);
         x[static_cast<size_t>(at)] = bad;

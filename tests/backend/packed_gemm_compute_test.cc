@@ -116,8 +116,8 @@ TEST(PackedGemmComputeTest, Int8IsTheRescaledIntegerProduct) {
             const float got = y[i * n + j];
             if (exact_ints) {
               // int32 accumulation is exact: the result is the rescaled integer, bit for bit.
-              ASSERT_EQ(got, want) << "m " << m << " k " << k << " n " << n << " at " << i << ","
-                                   << j;
+              ASSERT_EQ(got, want)
+                  << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
             } else {
               ASSERT_NEAR(got, want, 1e-3 * std::fabs(want) + 1e-6);
             }

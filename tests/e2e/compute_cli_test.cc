@@ -23,10 +23,10 @@ int Lines(const std::string& s) {
 }
 
 nlohmann::json GenerateJson(const std::string& flags, const std::string& env = "") {
-  const auto r = RunUnmask("generate -m " + Twin() +
-                               " --prompt-ids 1,45,67,89 -n 16 --block-length 16 --json -t 2 " +
-                               flags,
-                           env);
+  const auto r =
+      RunUnmask("generate -m " + Twin() +
+                    " --prompt-ids 1,45,67,89 -n 16 --block-length 16 --json -t 2 " + flags,
+                env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(r.out, nullptr, false);
 }

@@ -79,10 +79,11 @@ TEST(ModelComputeTest, LowPrecisionLogitsStayCloseToF32) {
     // summation orders (AMX), and still fail for a wrong scale or layout (errors of order 100%).
     const bool bf16 = std::string(type) == "bf16";
     const double bound = want == ComputeType::kF32 ? 1e-4 : bf16 ? 0.015 : 0.05;
-    EXPECT_LT(max_err, bound * max_abs) << type << ": max |dlogit| " << max_err << " of " << max_abs;
+    EXPECT_LT(max_err, bound * max_abs)
+        << type << ": max |dlogit| " << max_err << " of " << max_abs;
     EXPECT_GE(argmax_equal, bf16 ? 62 : 56) << type << ": argmax equal on " << argmax_equal;
-    std::printf("%s: max |dlogit| %.4f (largest |logit| %.2f), argmax equal on %d/64 rows\n",
-                type, max_err, max_abs, argmax_equal);
+    std::printf("%s: max |dlogit| %.4f (largest |logit| %.2f), argmax equal on %d/64 rows\n", type,
+                max_err, max_abs, argmax_equal);
   }
   ASSERT_TRUE(CreateBackend({}).ok());
 }

@@ -64,7 +64,7 @@ nlohmann::json PeaksJson(const std::vector<TypedPeak>& peaks) {
 void BenchCommand::AddTo(CLI::App& app) {
   cli = &app;
   model.AddTo(app);
-  app.remove_option(app.get_option("--blas"));  // bench compares the libraries of --blas-list
+  app.remove_option(app.get_option("--blas"));     // bench compares the libraries of --blas-list
   app.remove_option(app.get_option("--compute"));  // and the types of --compute-list
   diffusion.AddTo(app);
   app.add_option("--prompt-length", prompt_length,
@@ -260,8 +260,7 @@ int BenchCommand::Run() const {
   for (const Row& r : rows) {
     std::printf("| %s | %s | %lld | %.2f ± %.2f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx |",
                 r.compute.c_str(), r.blas.c_str(), static_cast<long long>(r.nfe), r.tps.mean,
-                r.tps.sd,
-                r.forward_ms_per_nfe.mean, r.gflops.mean, r.gemm_peak,
+                r.tps.sd, r.forward_ms_per_nfe.mean, r.gflops.mean, r.gemm_peak,
                 100.0 * r.gflops.mean / r.gemm_peak, 100.0 * r.gflops.mean / nominal,
                 r.tps.mean / rows[0].tps.mean);
     if (with_ref) std::printf(" %.2fx |", r.tps.mean / reference_tps);

@@ -45,9 +45,10 @@ void PlanCommand::AddTo(CLI::App& app) {
                  "model; with only one kind, the other engine runs the same architecture")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--dtype", dtype,
-                 "weight and compute dtype: bf16, f16, fp8, int8, f32 (the hardware entry must "
-                 "give a peak for it; the cpu entry has f32, bf16 and int8, as --compute runs them)")
+  app.add_option(
+         "--dtype", dtype,
+         "weight and compute dtype: bf16, f16, fp8, int8, f32 (the hardware entry must "
+         "give a peak for it; the cpu entry has f32, bf16 and int8, as --compute runs them)")
       ->check(CLI::IsMember({"bf16", "f16", "fp8", "int8", "f32"}))
       ->capture_default_str();
   app.add_option("--prompt-length", prompt_length, "prompt tokens per request")

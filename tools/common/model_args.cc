@@ -136,9 +136,10 @@ StatusOr<WeightMode> ModelArgs::weight_mode() const {
   if (weights == "packed" || weights == "f32") return WeightMode::kPacked;
   if (weights == "native") {
     if (compute != "auto" && compute != "f32") {
-      return InvalidArgumentError("--weights native keeps the file's types and multiplies in f32 "
-                                  "(or with int8 activations on 4-bit weights); --compute " +
-                                  compute + " needs packed weights: drop one of the two flags");
+      return InvalidArgumentError(
+          "--weights native keeps the file's types and multiplies in f32 "
+          "(or with int8 activations on 4-bit weights); --compute " +
+          compute + " needs packed weights: drop one of the two flags");
     }
     return WeightMode::kOnTheFly;
   }

@@ -27,7 +27,7 @@ CLI::Option* AddThreadsFlag(CLI::App& app, int* threads);  // -t
 struct ModelArgs;
 // -t, --blas, --weights, --compute into args' fields.
 void AddBackendFlags(CLI::App& app, ModelArgs* args);
-CLI::Option* AddComputeFlag(CLI::App& app, std::string* compute);  // BackendOptions::compute
+CLI::Option* AddComputeFlag(CLI::App& app, std::string* compute);   // BackendOptions::compute
 CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length);  // -n
 CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length);
 

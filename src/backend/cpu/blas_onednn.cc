@@ -76,8 +76,8 @@ struct CacheKeyHash {
   }
 };
 
-// Process-wide LRU cache of matmul primitives keyed by (M, K, N, threads, type); each entry remembers the weight
-// layout it was built for.
+// Process-wide LRU cache of matmul primitives keyed by (M, K, N, threads, type); each entry
+// remembers the weight layout it was built for.
 class PrimitiveCache {
  public:
   static PrimitiveCache& Get() {
@@ -152,8 +152,8 @@ class PrimitiveCache {
 }  // namespace
 
 struct PackedWeight::State {
-  dnnl::memory::desc desc;        // [k, n] in the blocked layout
-  dnnl::memory memory;            // owns the packed data
+  dnnl::memory::desc desc;       // [k, n] in the blocked layout
+  dnnl::memory memory;           // owns the packed data
   std::vector<float> col_scale;  // kInt8: [n], the scale of each output channel (row of W)
 };
 
@@ -169,13 +169,13 @@ std::string EffectiveIsaName() {
     unsigned mask;
     const char* name;
   };
-  for (const Named& n : {Named{dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
-                         Named{dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
-                         Named{dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
-                         Named{dnnl_cpu_isa_avx512_core, "avx512_core"},
-                         Named{dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
-                         Named{dnnl_cpu_isa_avx2, "avx2"}, Named{dnnl_cpu_isa_avx, "avx"},
-                         Named{dnnl_cpu_isa_sse41, "sse41"}}) {
+  for (const Named& n :
+       {Named{dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+        Named{dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+        Named{dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+        Named{dnnl_cpu_isa_avx512_core, "avx512_core"}, Named{dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+        Named{dnnl_cpu_isa_avx2, "avx2"}, Named{dnnl_cpu_isa_avx, "avx"},
+        Named{dnnl_cpu_isa_sse41, "sse41"}}) {
     if ((isa & n.mask) == n.mask) return n.name;
   }
   return "baseline";
@@ -297,7 +297,8 @@ Status PackedWeight::Run(const float* x, int64_t m, float* y) const {
       float* row_scale = buffers.row_scale.data();
       int8_t* q = buffers.s8.data();
       ParallelFor(m, std::max<int64_t>(1, kConvertGrain / k_), [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) row_scale[i] = QuantizeRowS8(x + i * k_, k_, q + i * k_);
+        for (int64_t i = begin; i < end; ++i)
+          row_scale[i] = QuantizeRowS8(x + i * k_, k_, q + i * k_);
       });
       src_data = buffers.s8.data();
     }

@@ -35,12 +35,13 @@ bool Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 // matmul weight layout of that type: f32 (4 bytes per weight), bf16 (2) or s8 (1, plus an f32
 // scale per output channel). Run takes f32 x and gives f32 y in every type: bf16 converts x to
 // bf16 per call (into a buffer of the calling thread), int8 quantizes each row of x to s8
-// (gemm_convert.h), runs s8 x s8 -> s32 and rescales the accumulators in y's memory. The layout is chosen once by
-// a matmul primitive descriptor for a representative M (kPackM); oneDNN's brgemm matmul accepts
-// the same layout for every M (checked for M = 1..4096, K = 768, N = 2048 with oneDNN 2.6.3).
-// Matmul primitives are created per (M, K, N, layout) on first use (~0.05 ms descriptor + ~0.3 ms
-// JIT) and kept in a process-wide LRU cache (kDefaultCacheCapacity entries) shared by weights of
-// the same shape; lookups take a mutex, execution does not. Thread-safe for concurrent Run calls.
+// (gemm_convert.h), runs s8 x s8 -> s32 and rescales the accumulators in y's memory. The layout is
+// chosen once by a matmul primitive descriptor for a representative M (kPackM); oneDNN's brgemm
+// matmul accepts the same layout for every M (checked for M = 1..4096, K = 768, N = 2048 with
+// oneDNN 2.6.3). Matmul primitives are created per (M, K, N, layout) on first use (~0.05 ms
+// descriptor + ~0.3 ms JIT) and kept in a process-wide LRU cache (kDefaultCacheCapacity entries)
+// shared by weights of the same shape; lookups take a mutex, execution does not. Thread-safe for
+// concurrent Run calls.
 class PackedWeight {
  public:
   static constexpr int64_t kPackM = 256;

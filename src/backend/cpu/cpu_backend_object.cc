@@ -59,6 +59,24 @@ StatusOr<double> CpuBackend::MeasureGemmPeakGflops(int reps, ComputeType type) c
   return 2.0 * m * n * k / best / 1e9;
 }
 
+namespace {
+
+// Packs one weight in `type` and runs it at the M of real forwards (one token to beyond the
+// layout's representative M): oneDNN picks the packed layout once per weight, and a layout some M
+// cannot use would fail every forward of that size later. OK, or the error to report.
+Status ProbeCompute(ComputeType type) {
+  constexpr int64_t k = 768, n = 256;
+  auto w = AllocateAligned(static_cast<size_t>(n * k) * sizeof(float));
+  float* wp = static_cast<float*>(w.get());
+  for (int64_t i = 0; i < n * k; ++i) wp[i] = static_cast<float>((i * 37) % 101 - 50) / 64.0f;
+  UNMASK_ASSIGN_OR_RETURN(const PackedGemm packed, PackedGemm::Pack(std::move(w), n, k, type));
+  std::vector<float> x(static_cast<size_t>(300 * k), 0.5f), y(static_cast<size_t>(300 * n));
+  for (int64_t m : {1, 3, 16, 33, 300}) UNMASK_RETURN_IF_ERROR(packed.Run(x.data(), m, y.data()));
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<Backend>> CreateCpuBackend(const BackendOptions& options) {
   if (options.device != "cpu") {
     return InvalidArgumentError("CreateCpuBackend: device '" + options.device + "' is not cpu");
@@ -93,6 +111,13 @@ StatusOr<std::shared_ptr<Backend>> CreateCpuBackend(const BackendOptions& option
   cpu_options.num_threads = options.num_threads;
   cpu_options.gemm = *gemm;
   UNMASK_RETURN_IF_ERROR(InitCpuBackend(cpu_options));
+  if (compute != ComputeType::kF32) {
+    if (Status probe = ProbeCompute(compute); !probe.ok()) {
+      note = options.compute + " compute: oneDNN could not run it at every product size on this " +
+             "CPU (" + probe.message() + "); using f32";
+      compute = ComputeType::kF32;
+    }
+  }
   return std::shared_ptr<Backend>(std::make_shared<CpuBackend>(options, compute, note));
 }
 

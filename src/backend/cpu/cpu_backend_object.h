@@ -45,8 +45,9 @@ class CpuBackend final : public Backend {
 // Applies `options` with InitCpuBackend and returns a CpuBackend for them. options.device must
 // be "cpu". The compute type resolves as backend.h says; bf16 / int8 fall back to f32 (with a
 // note) when oneDNN has no native kernels of the type on this CPU (onednn::HasNativeKernels,
-// which follows ONEDNN_MAX_CPU_ISA). Errors: InvalidArgument for another device, an unknown GEMM
-// provider or compute name, or bf16 / int8 with a provider other than oneDNN; those of
+// which follows ONEDNN_MAX_CPU_ISA), or when a probe (one small weight packed in the type and run
+// at M = 1, 3, 16, 33, 300: a few ms of JIT) fails. Errors: InvalidArgument for another device, an
+// unknown GEMM provider or compute name, or bf16 / int8 with a provider other than oneDNN; those of
 // InitCpuBackend (FailedPrecondition when the provider's library cannot be loaded).
 StatusOr<std::shared_ptr<Backend>> CreateCpuBackend(const BackendOptions& options);
 

@@ -17,7 +17,8 @@ namespace {
 inline __m128i Bf16x8(__m256 v) {
   const __m256i u = _mm256_castps_si256(v);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  __m256i r =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
   const __m256i nan_bits = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
   const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   r = _mm256_blendv_epi8(r, nan_bits, is_nan);
@@ -123,7 +124,8 @@ void RescaleRowS32(const int32_t* acc, int64_t n, float d_row, const float* d_co
 #if defined(__AVX2__)
   const __m256 vd = _mm256_set1_ps(d_row);
   for (; j + 8 <= n; j += 8) {
-    const __m256 a = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + j)));
+    const __m256 a =
+        _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + j)));
     _mm256_storeu_ps(y + j, _mm256_mul_ps(a, _mm256_mul_ps(vd, _mm256_loadu_ps(d_col + j))));
   }
 #endif

@@ -17,8 +17,8 @@ PackedGemm::~PackedGemm() = default;
 PackedGemm::PackedGemm(PackedGemm&&) noexcept = default;
 PackedGemm& PackedGemm::operator=(PackedGemm&&) noexcept = default;
 
-StatusOr<PackedGemm> PackedGemm::Pack(std::unique_ptr<void, AlignedDeleter> w, int64_t n,
-                                      int64_t k, ComputeType type) {
+StatusOr<PackedGemm> PackedGemm::Pack(std::unique_ptr<void, AlignedDeleter> w, int64_t n, int64_t k,
+                                      ComputeType type) {
   if (w == nullptr || n < 1 || k < 1) {
     return InvalidArgumentError(
         "PackedGemm::Pack: need a non-null [n, k] weight with n, k >= 1, got [" +
@@ -36,8 +36,8 @@ StatusOr<PackedGemm> PackedGemm::Pack(std::unique_ptr<void, AlignedDeleter> w, i
   g.k_ = k;
   if (g.provider_ == GemmProvider::kOneDnn) {
     EnsureOmpThreads();
-    UNMASK_ASSIGN_OR_RETURN(g.onednn_,
-                            onednn::PackedWeight::Pack(static_cast<const float*>(w.get()), n, k, type));
+    UNMASK_ASSIGN_OR_RETURN(
+        g.onednn_, onednn::PackedWeight::Pack(static_cast<const float*>(w.get()), n, k, type));
   } else {
     g.plain_ = std::move(w);
   }

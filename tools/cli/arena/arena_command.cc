@@ -384,7 +384,8 @@ int ArenaCommand::Run() const {
   r.machine.bandwidth_gbs = OnTemporaryThread([] { return MeasureMemoryBandwidthGBs(); });
   r.machine.threads = GetNumThreads();
   r.machine.backend = (*backend)->Describe();
-  std::fprintf(stderr, "arena: GEMM peaks %s (the engines compute in %s), memory read %.1f GB/s, "
+  std::fprintf(stderr,
+               "arena: GEMM peaks %s (the engines compute in %s), memory read %.1f GB/s, "
                "%d threads\n",
                r.machine.gemm_peaks.c_str(), r.machine.compute.c_str(), r.machine.bandwidth_gbs,
                r.machine.threads);

@@ -15,10 +15,10 @@
 namespace unmask::tools {
 
 struct ArenaMachine {
-  double gemm_gflops = 0;    // measured GEMM peak of `compute` (prepacked, this run)
+  double gemm_gflops = 0;       // measured GEMM peak of `compute` (prepacked, this run)
   std::string compute = "f32";  // the compute type of the compared engines
   std::string gemm_peaks;       // every type's peak, FormatPeaks (roofline.h)
-  double bandwidth_gbs = 0;  // measured memory read bandwidth (this run)
+  double bandwidth_gbs = 0;     // measured memory read bandwidth (this run)
   int threads = 0;
   double price_per_hour = 0;  // USD
   std::string price_source;
