@@ -54,8 +54,8 @@ endif()
 # src/backend/cpu/cpu_isa.h), never called on a CPU without AVX-512 F/BW/DQ/VL: x86-64-v4's
 # features with generic tuning, plus the guard. tests/core/compiler_avx512_test.cc is built with them
 # so that they are known to be safe. UNMASK_AVX512_VNNI_FLAGS adds AVX512_VNNI for the VNNI tier of
-# the Q8_0 int8 kernel (src/ops/linear_q8_vnni_cpu.cc; empty when the compiler lacks the flag, and
-# the AVX2 tier then runs everywhere).
+# the Q8_0, Q4_0 and Q4_1 int8 kernels (src/ops/linear_q8_vnni_cpu.cc, linear_q4_vnni_cpu.cc;
+# empty when the compiler lacks the flag, and the AVX2 tier then runs everywhere).
 set(UNMASK_AVX512_FLAGS "")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(UNMASK_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mtune=generic

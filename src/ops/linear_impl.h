@@ -93,14 +93,15 @@ void FusedQuantRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t 
 void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
                         const QuantizedX& xq, int64_t n, float* y);
 
-// The instruction tier of the Q8_0 int8 kernel, chosen at run time: kAvx512Vnni on CPUs with
-// AVX-512 F/BW/VL and AVX512_VNNI (linear_q8_vnni_cpu.cc, when the build has it), kAvx2 on the
-// other x86-64-v3 CPUs, kScalar in a portable build. The tiers compute the same integer dot
-// products and differ only in the f32 summation order.
+// The instruction tier of the Q8_0, Q4_0 and Q4_1 int8 kernels, chosen at run time: kAvx512Vnni on
+// CPUs with AVX-512 F/BW/VL and AVX512_VNNI (linear_q8_vnni_cpu.cc, linear_q4_vnni_cpu.cc, when the
+// build has them), kAvx2 on the other x86-64-v3 CPUs, kScalar in a portable build. The tiers
+// compute the same integer dot products and differ only in the f32 summation order. (Q4_K and
+// Q6_K have the AVX2 kernels only.)
 enum class Int8Tier { kScalar, kAvx2, kAvx512Vnni };
-Int8Tier Q8_0Int8Tier();
+Int8Tier Int8KernelTier();
 // Caps the tier (never raises it above the CPU's): tests run each tier on one machine.
-void LimitQ8_0Int8Tier(Int8Tier max);
+void LimitInt8KernelTier(Int8Tier max);
 
 }  // namespace cpu
 }  // namespace unmask

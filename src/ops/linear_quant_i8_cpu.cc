@@ -8,7 +8,8 @@
 // the x block sums (Q4_1: + m, Q4_K: - dmin * mn). Every integer stays exact: |int16| <= 2 * 63 *
 // 127 = 16002 and |int32| < 2^24, so the int32 -> f32 conversion is exact too. Q8_0's signed
 // weights use the sign trick (|w| x sign(w) q_x; |int16| <= 2 * 128 * 127 = 32512), and on CPUs
-// with AVX-512 VNNI run a kernel of their own with vpdpbusd (linear_q8_vnni_cpu.cc).
+// with AVX-512 VNNI run a kernel of their own with vpdpbusd (linear_q8_vnni_cpu.cc), as do Q4_0 and
+// Q4_1 (linear_q4_vnni_cpu.cc: the nibbles are vpdpbusd's unsigned operand directly).
 //
 // Per block of 32 and x row this is ~8 vector operations instead of ~18 for decoding the weights
 // to f32, which is what makes the batch-1 product memory-bound. AVX2 instructions (also used by the
@@ -25,6 +26,7 @@
 #include "backend/cpu/cpu_isa.h"
 #include "core/half.h"
 #include "ops/linear_impl.h"
+#include "ops/linear_q4_vnni.h"
 #include "ops/linear_q8_vnni.h"
 #include "ops/quant_simd.h"
 #include "ops/ref/quant_ref.h"
@@ -158,12 +160,13 @@ void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_
 }
 
 namespace {
-std::atomic<Int8Tier> g_q8_0_tier_limit{Int8Tier::kAvx512Vnni};
+std::atomic<Int8Tier> g_int8_tier_limit{Int8Tier::kAvx512Vnni};
 
-Int8Tier DetectQ8_0Int8Tier() {
+Int8Tier DetectInt8KernelTier() {
 #if defined(UNMASK_QUANT_SIMD)
   const CpuFeatures& f = GetCpuFeatures();
-  if (Q8_0VnniCompiled() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) {
+  if (Q8_0VnniCompiled() && Q4VnniCompiled() && f.avx512f && f.avx512bw && f.avx512vl &&
+      f.avx512vnni) {
     return Int8Tier::kAvx512Vnni;
   }
   return Int8Tier::kAvx2;
@@ -173,12 +176,12 @@ Int8Tier DetectQ8_0Int8Tier() {
 }
 }  // namespace
 
-Int8Tier Q8_0Int8Tier() {
-  static const Int8Tier detected = DetectQ8_0Int8Tier();
-  return std::min(detected, g_q8_0_tier_limit.load(std::memory_order_relaxed));
+Int8Tier Int8KernelTier() {
+  static const Int8Tier detected = DetectInt8KernelTier();
+  return std::min(detected, g_int8_tier_limit.load(std::memory_order_relaxed));
 }
 
-void LimitQ8_0Int8Tier(Int8Tier max) { g_q8_0_tier_limit.store(max, std::memory_order_relaxed); }
+void LimitInt8KernelTier(Int8Tier max) { g_int8_tier_limit.store(max, std::memory_order_relaxed); }
 
 #if defined(UNMASK_QUANT_SIMD)
 namespace {
@@ -483,7 +486,7 @@ void RowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1, co
 
 void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
                         const QuantizedX& xq, int64_t n, float* y) {
-  if (seg.dtype == DType::kQ8_0 && Q8_0Int8Tier() == Int8Tier::kAvx512Vnni) {
+  if (seg.dtype == DType::kQ8_0 && Int8KernelTier() == Int8Tier::kAvx512Vnni) {
     Q8_0Int8Args args;
     args.w = seg.data + static_cast<size_t>(j0) * seg.row_bytes;
     args.row_bytes = seg.row_bytes;
@@ -495,6 +498,25 @@ void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int6
     args.y = y + seg.row0 + j0;
     args.y_stride = n;
     return RowsQ8_0Vnni(args);
+  }
+  if ((seg.dtype == DType::kQ4_0 || seg.dtype == DType::kQ4_1) &&
+      Int8KernelTier() == Int8Tier::kAvx512Vnni) {
+    Q4Int8Args args;
+    args.w = seg.data + static_cast<size_t>(j0) * seg.row_bytes;
+    args.row_bytes = seg.row_bytes;
+    args.q4_1 = seg.dtype == DType::kQ4_1;
+    args.rows = j1 - j0;
+    args.num_blocks = xq.k / 32;
+    args.m = static_cast<int>(xq.m);
+    args.xq = xq.q.data();
+    args.xq_pairs = xq.q_pairs.data();
+    args.xd = xq.d.data();
+    args.xd_sum = xq.d_sum.data();
+    args.x_pair_sum = xq.pair_sum.data();
+    args.x_pair_offsets = xq.pair_offsets.data();
+    args.y = y + seg.row0 + j0;
+    args.y_stride = n;
+    return RowsQ4Vnni(args);
   }
   const XView x{xq, xq.k / 32};
   switch (xq.m) {

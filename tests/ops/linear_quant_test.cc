@@ -1,9 +1,9 @@
 // Linear with Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights, both weight modes and both
 // QuantActivations, M = 1..5 and 17 (Q8_0: 1..17; M <= 16 runs the fused kernels of
-// linear_quant_cpu.cc / linear_quant_i8_cpu.cc / linear_q8_vnni_cpu.cc on the fly, in groups of 4
-// rows; M = 17 the dequantized panels), against a float64 dot product of the reference-dequantized
-// weights (ops/ref/quant_ref) and the exact x. Q8_0 with int8 x runs each instruction tier the CPU
-// has (AVX-512 VNNI, AVX2; Int8Tier).
+// linear_quant_cpu.cc / linear_quant_i8_cpu.cc / linear_q{8,4}_vnni_cpu.cc on the fly, in groups of
+// 4 rows; M = 17 the dequantized panels), against a float64 dot product of the
+// reference-dequantized weights (ops/ref/quant_ref) and the exact x. Q8_0 / Q4_0 / Q4_1 with int8 x
+// run each instruction tier the CPU has (AVX-512 VNNI, AVX2; Int8Tier).
 //
 // Tolerance per element y_i = sum_k w_k x_k (float64 reference y_ref):
 //  * exact weights and activations (kPacked, M = 5, QuantActivations::kF32): only f32
@@ -24,6 +24,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_isa.h"
@@ -31,6 +32,7 @@
 #include "op_test_util.h"
 #include "ops/linear.h"
 #include "ops/linear_impl.h"
+#include "ops/linear_q4_vnni.h"
 #include "ops/linear_q8_vnni.h"
 #include "ops/ref/convert_ref.h"
 #include "ops/ref/quant_ref.h"
@@ -166,10 +168,15 @@ std::string ActivationsName(QuantActivations a) {
 
 using QuantParam = std::tuple<DType, WeightMode, QuantActivations>;
 
-// The Q8_0 int8 kernel's tiers to run (each capped by LimitQ8_0Int8Tier; on a CPU without AVX-512
-// VNNI both caps run the AVX2 tier); one pass for the other types.
+// The types with an AVX-512 VNNI tier of their int8 kernel.
+bool HasVnniTier(DType dtype) {
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1;
+}
+
+// The int8 kernel's tiers to run for Q8_0 / Q4_0 / Q4_1 (each capped by LimitInt8KernelTier; on a
+// CPU without AVX-512 VNNI both caps run the AVX2 tier); one pass for the other types.
 std::vector<cpu::Int8Tier> TiersFor(DType dtype) {
-  if (dtype != DType::kQ8_0) return {cpu::Int8Tier::kAvx512Vnni};
+  if (!HasVnniTier(dtype)) return {cpu::Int8Tier::kAvx512Vnni};
   return {cpu::Int8Tier::kAvx512Vnni, cpu::Int8Tier::kAvx2};
 }
 
@@ -184,11 +191,11 @@ std::string TierName(cpu::Int8Tier tier) {
   }
 }
 
-// Caps the Q8_0 tier for one scope.
+// Caps the int8 kernel tier for one scope.
 class ScopedTier {
  public:
-  explicit ScopedTier(cpu::Int8Tier max) { cpu::LimitQ8_0Int8Tier(max); }
-  ~ScopedTier() { cpu::LimitQ8_0Int8Tier(cpu::Int8Tier::kAvx512Vnni); }
+  explicit ScopedTier(cpu::Int8Tier max) { cpu::LimitInt8KernelTier(max); }
+  ~ScopedTier() { cpu::LimitInt8KernelTier(cpu::Int8Tier::kAvx512Vnni); }
   ScopedTier(const ScopedTier&) = delete;
   ScopedTier& operator=(const ScopedTier&) = delete;
 };
@@ -211,14 +218,15 @@ TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5And17) {
     int64_t k, n;
   };
   // SmolLM2-135M's K (576 = 18 blocks of 32; its K-quant tensors have K = 1536) and odd N.
-  // Q8_0 also with odd numbers of blocks (3, 7: the VNNI tier takes blocks in pairs).
+  // Q8_0 / Q4_0 / Q4_1 also with odd numbers of blocks (1, 3, 7: the kernels take blocks in pairs)
+  // and every M of the fused path.
   const std::vector<Dims> dims =
       GetDTypeInfo(dtype).block_size == kQkK ? std::vector<Dims>{{256, 1}, {512, 37}, {1536, 70}}
-      : dtype == DType::kQ8_0
+      : HasVnniTier(dtype)
           ? std::vector<Dims>{{32, 1}, {64, 37}, {96, 13}, {224, 11}, {576, 70}, {1536, 9}}
           : std::vector<Dims>{{32, 1}, {64, 37}, {576, 70}, {1536, 9}};
   std::vector<int64_t> ms = {1, 2, 3, 4, 5, 17};
-  if (dtype == DType::kQ8_0) ms = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+  if (HasVnniTier(dtype)) ms = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
   uint64_t seed = 1;
   for (const cpu::Int8Tier tier : TiersFor(dtype)) {
     const ScopedTier scoped(tier);
@@ -231,7 +239,7 @@ TEST_P(LinearQuantTest, MatchesFloat64DotForM1To5And17) {
         for (int64_t m : ms) {
           SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(d.k) + " n=" +
                        std::to_string(d.n) + (random_bytes ? " random bytes" : " quantized") +
-                       " tier " + TierName(cpu::Q8_0Int8Tier()));
+                       " tier " + TierName(cpu::Int8KernelTier()));
           const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * d.k), seed++);
           std::vector<float> y(static_cast<size_t>(m * d.n),
                                std::numeric_limits<float>::quiet_NaN());
@@ -270,7 +278,7 @@ TEST_P(LinearQuantTest, RowsDoNotDependOnM) {
         for (int64_t j = 0; j < n; ++j) {
           ASSERT_EQ(y[static_cast<size_t>(i * n + j)], y1[static_cast<size_t>(j)])
               << "m=" << m << " row " << i << " col " << j << " tier "
-              << TierName(cpu::Q8_0Int8Tier());
+              << TierName(cpu::Int8KernelTier());
         }
       }
     }
@@ -475,7 +483,7 @@ TEST(LinearQ8_0Int8Test, NaNZeroAndMinusOneTwentyEightBlocks) {
   ASSERT_TRUE(weight.ok());
   for (const cpu::Int8Tier tier : TiersFor(DType::kQ8_0)) {
     const ScopedTier scoped(tier);
-    SCOPED_TRACE("tier " + TierName(cpu::Q8_0Int8Tier()));
+    SCOPED_TRACE("tier " + TierName(cpu::Int8KernelTier()));
     for (int64_t m : {1, 3, 4, 6}) {
       const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * k), 40 + m);
       std::vector<float> y(static_cast<size_t>(m * n));
@@ -500,10 +508,89 @@ TEST(LinearQ8_0Int8Test, NaNZeroAndMinusOneTwentyEightBlocks) {
   testing::RestoreDefaultProvider();
 }
 
+// Q4_0 / Q4_1 with int8 x, per tier: a NaN scale in a paired block or in the last (odd) block makes
+// its row NaN, zero-scale blocks and blocks whose value is 0 (Q4_0 codes 8, Q4_1 codes 0 with m =
+// 0) add nothing, and the extreme codes 0 and 15 are multiplied exactly.
+template <class Block>
+void CheckQ4NaNAndZeroBlocks(DType dtype) {
+  constexpr bool kQ4_1 = std::is_same_v<Block, BlockQ4_1>;
+  const int64_t k = 224, n = 6, nb = k / 32;  // 7 blocks: pairs and a last odd one
+  std::vector<Block> blocks(static_cast<size_t>(n * nb));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      Block& blk = blocks[static_cast<size_t>(r * nb + b)];
+      blk.d = F32ToF16(0.25f * static_cast<float>(b + 1));
+      if constexpr (kQ4_1) blk.m = F32ToF16(-0.5f * static_cast<float>(b));
+      for (int t = 0; t < 16; ++t)
+        blk.qs[t] = static_cast<uint8_t>((r * 37 + b * 11 + t * 5) % 256);
+    }
+  }
+  blocks[static_cast<size_t>(0 * nb + 3)].d = 0x7E00;  // row 0: NaN scale in a paired block
+  blocks[static_cast<size_t>(1 * nb + 6)].d = 0x7E00;  // row 1: NaN scale in the last block
+  for (int64_t b = 0; b < nb; ++b) {                   // row 2: d = 0 (and m = 0)
+    blocks[static_cast<size_t>(2 * nb + b)].d = 0;
+    if constexpr (kQ4_1) blocks[static_cast<size_t>(2 * nb + b)].m = 0;
+  }
+  for (int64_t b = 0; b < nb; ++b) {  // row 3: every weight 0
+    Block& blk = blocks[static_cast<size_t>(3 * nb + b)];
+    std::fill(std::begin(blk.qs), std::end(blk.qs), static_cast<uint8_t>(kQ4_1 ? 0x00 : 0x88));
+    if constexpr (kQ4_1) blk.m = 0;
+  }
+  for (int64_t b = 0; b < nb; ++b) {  // row 4: codes 15 / 0, row 5: 0 / 15
+    std::fill(std::begin(blocks[static_cast<size_t>(4 * nb + b)].qs),
+              std::end(blocks[static_cast<size_t>(4 * nb + b)].qs), uint8_t{0x0F});
+    std::fill(std::begin(blocks[static_cast<size_t>(5 * nb + b)].qs),
+              std::end(blocks[static_cast<size_t>(5 * nb + b)].qs), uint8_t{0xF0});
+  }
+  const TensorView view{blocks.data(), dtype, Shape{n, k}};
+  std::vector<float> w_f32(static_cast<size_t>(n * k));
+  ASSERT_TRUE(ref::ConvertRowToF32(dtype, blocks.data(), n * k, w_f32.data()));
+  const std::vector<float> offsets =
+      OffsetMagnitudes(dtype, reinterpret_cast<const uint8_t*>(blocks.data() + 4 * nb), 2 * k);
+  auto weight = LinearWeight::Prepare({&view, 1}, WeightMode::kOnTheFly);
+  ASSERT_TRUE(weight.ok());
+  for (const cpu::Int8Tier tier : TiersFor(dtype)) {
+    const ScopedTier scoped(tier);
+    SCOPED_TRACE("tier " + TierName(cpu::Int8KernelTier()));
+    for (int64_t m : {1, 3, 4, 6}) {
+      const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m * k), 40 + m);
+      std::vector<float> y(static_cast<size_t>(m * n));
+      ASSERT_TRUE(
+          Linear(testing::View(x, Shape{m, k}), *weight, testing::View(y, Shape{m, n})).ok());
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * n + 0)])) << "m=" << m << " i=" << i;
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * n + 1)])) << "m=" << m << " i=" << i;
+        EXPECT_EQ(y[static_cast<size_t>(i * n + 2)], 0.0f) << "m=" << m << " i=" << i;
+        EXPECT_EQ(y[static_cast<size_t>(i * n + 3)], 0.0f) << "m=" << m << " i=" << i;
+      }
+      std::vector<float> w45(w_f32.begin() + 4 * k, w_f32.end()), y45;
+      for (int64_t i = 0; i < m; ++i) {
+        y45.push_back(y[static_cast<size_t>(i * n + 4)]);
+        y45.push_back(y[static_cast<size_t>(i * n + 5)]);
+      }
+      ExpectMatchesFloat64Dot(x, w45, m, k, 2, y45, true, offsets);
+    }
+  }
+}
+
+TEST(LinearQ4Int8Test, NaNZeroAndExtremeCodeBlocks) {
+  ASSERT_TRUE(testing::SelectProvider(cpu::GemmProvider::kOneDnn).ok());
+  SetQuantActivations(QuantActivations::kInt8);
+  {
+    SCOPED_TRACE("q4_0");
+    CheckQ4NaNAndZeroBlocks<BlockQ4_0>(DType::kQ4_0);
+  }
+  {
+    SCOPED_TRACE("q4_1");
+    CheckQ4NaNAndZeroBlocks<BlockQ4_1>(DType::kQ4_1);
+  }
+  testing::RestoreDefaultProvider();
+}
+
 // The tier follows the CPU: AVX-512 VNNI where it has AVX-512 F/BW/VL + VNNI and the build compiled
 // that kernel, and the cap lowers it.
 TEST(LinearQ8_0Int8Test, TierFollowsTheCpu) {
-  const cpu::Int8Tier tier = cpu::Q8_0Int8Tier();
+  const cpu::Int8Tier tier = cpu::Int8KernelTier();
   const cpu::CpuFeatures& f = cpu::GetCpuFeatures();
   const bool vnni = f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
   if (tier == cpu::Int8Tier::kAvx512Vnni) {
@@ -511,16 +598,16 @@ TEST(LinearQ8_0Int8Test, TierFollowsTheCpu) {
   }
 #if defined(__x86_64__) && defined(__AVX2__)
   EXPECT_NE(tier, cpu::Int8Tier::kScalar);
-  if (vnni && cpu::Q8_0VnniCompiled()) {
+  if (vnni && cpu::Q8_0VnniCompiled() && cpu::Q4VnniCompiled()) {
     EXPECT_EQ(tier, cpu::Int8Tier::kAvx512Vnni);
   }
 #endif
   {
     const ScopedTier scoped(cpu::Int8Tier::kAvx2);
-    EXPECT_LE(cpu::Q8_0Int8Tier(), cpu::Int8Tier::kAvx2);
+    EXPECT_LE(cpu::Int8KernelTier(), cpu::Int8Tier::kAvx2);
   }
-  EXPECT_EQ(cpu::Q8_0Int8Tier(), tier);
-  std::printf("Q8_0 int8 tier on this CPU: %s\n", TierName(tier).c_str());
+  EXPECT_EQ(cpu::Int8KernelTier(), tier);
+  std::printf("int8 kernel tier on this CPU: %s\n", TierName(tier).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(BothActivations, LinearQuantMixedTest,
