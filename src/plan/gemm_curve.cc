@@ -33,7 +33,7 @@ StatusOr<double> BestLinearSeconds(const LinearWeight& w, std::vector<float>& x,
 StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::GgufFile& file,
                                                                   WeightMode mode,
                                                                   const std::vector<int64_t>& rows,
-                                                                  int reps) {
+                                                                  int reps, ComputeType compute) {
   const gguf::TensorInfo* t = file.FindTensor("blk.0.ffn_up.weight");
   if (t == nullptr || t->dims.size() < 2) {
     return NotFoundError(file.path() + ": no 2-D blk.0.ffn_up.weight to time");
@@ -43,8 +43,10 @@ StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::Gg
     return InvalidArgumentError(file.path() + ": unsupported type of blk.0.ffn_up.weight");
   const int64_t in = t->dims[0], out = t->dims[1];
   const TensorView wv{const_cast<uint8_t*>(t->data), *dtype, Shape{out, in}};
-  UNMASK_ASSIGN_OR_RETURN(LinearWeight w,
-                          LinearWeight::Prepare(std::span<const TensorView>(&wv, 1), mode));
+  UNMASK_ASSIGN_OR_RETURN(
+      LinearWeight w,
+      LinearWeight::Prepare(std::span<const TensorView>(&wv, 1), mode,
+                            mode == WeightMode::kOnTheFly ? ComputeType::kF32 : compute));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<std::pair<double, double>> curve;

@@ -93,6 +93,11 @@ TEST(ComputeCliTest, BadCombinationsFailWithOneLine) {
            Bad{"generate " + m + ids + "--compute int8 --blas openblas", 1, "--blas onednn"},
            Bad{"bench " + m + "--compute-list bf16 --blas-list openblas -r 1", 1, "onednn"},
            Bad{"bench " + m + "--compute-list fp16 -r 1", 2, "--compute-list"},
+           Bad{"bench " + m + "--compute int8 --compute-list f32 -r 1", 2, "excludes"},
+           // Every type's flags are checked before the first row runs (stdout stays empty).
+           Bad{"bench -m " + testing::TwinPath("ar") +
+                   " -n 8 --weights native --compute-list f32,bf16 -r 1",
+               1, "--weights native"},
        }) {
     const auto r = RunUnmask(b.args);
     EXPECT_EQ(r.exit_code, b.exit_code) << b.args << "\n" << r.err;

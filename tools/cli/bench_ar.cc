@@ -135,10 +135,10 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
     std::printf(" %.2fx (%.1f tok/s) |", dec.mean / cmd.reference_tps, cmd.reference_tps);
   std::printf(
       "\n\narithmetic intensity: %.2f FLOP/byte over the run (prefill included; FLOPs / bytes "
-      "of weights, KV cache and activations)\nmachine (this run): GEMM peak %.1f GFLOP/s (f32, "
+      "of weights, KV cache and activations)\nmachine (this run): GEMM peak %.1f GFLOP/s (%s, "
       "prepacked), memory read %.1f GB/s -> ridge %.1f FLOP/byte\nbackend: %s\n",
-      Summarize(intensity).mean, *gemm_peak, bandwidth, *gemm_peak / bandwidth,
-      backend->Describe().c_str());
+      Summarize(intensity).mean, *gemm_peak, std::string(ComputeTypeName(m.compute())).c_str(),
+      bandwidth, *gemm_peak / bandwidth, backend->Describe().c_str());
   return 0;
 }
 

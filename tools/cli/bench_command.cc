@@ -1,5 +1,6 @@
 #include "cli/bench_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -19,7 +20,8 @@ constexpr const char* kWho = "unmask bench";
 
 struct Row {
   std::string blas;
-  std::string compute;  // the compute type the model ran in
+  std::string requested;  // the compute type asked for
+  std::string compute;    // the compute type the model ran in (f32 after a fallback)
   std::string backend;
   MeanSd tps, gflops, forward_ms_per_nfe;
   double gemm_peak = 0;
@@ -53,6 +55,11 @@ std::string DescribeModel(const ModelConfig& c) {
   return desc;
 }
 
+// The row's compute type as asked, with the type that ran when they differ ("bf16->f32").
+std::string Label(const Row& r) {
+  return r.requested == r.compute ? r.compute : r.requested + "->" + r.compute;
+}
+
 nlohmann::json PeaksJson(const std::vector<TypedPeak>& peaks) {
   nlohmann::json j = nlohmann::json::object();
   for (const TypedPeak& p : peaks) j[std::string(ComputeTypeName(p.type))] = p.gflops;
@@ -64,8 +71,8 @@ nlohmann::json PeaksJson(const std::vector<TypedPeak>& peaks) {
 void BenchCommand::AddTo(CLI::App& app) {
   cli = &app;
   model.AddTo(app);
-  app.remove_option(app.get_option("--blas"));     // bench compares the libraries of --blas-list
-  app.remove_option(app.get_option("--compute"));  // and the types of --compute-list
+  app.remove_option(app.get_option("--blas"));  // bench compares the libraries of --blas-list
+  // --compute (one type) and --compute-list (several rows) exclude each other.
   diffusion.AddTo(app);
   app.add_option("--prompt-length", prompt_length,
                  "prompt tokens (random ids from the vocabulary, fixed seed)")
@@ -80,12 +87,14 @@ void BenchCommand::AddTo(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"onednn", "openblas"}))
       ->capture_default_str();
-  app.add_option("--compute-list", compute_list,
-                 "compute types to compare (each loads the model again, packed in that type; "
-                 "bf16/int8 run with onednn only); each row's GEMM peak is measured in its type")
+  app.add_option(
+         "--compute-list", compute_list,
+         "compute types to compare, e.g. f32,bf16,int8 (each loads the model again, "
+         "packed in that type; bf16/int8 run with onednn only); each row is judged against "
+         "the GEMM peak of its own type measured in the same run. Default: --compute's type")
       ->delimiter(',')
       ->check(CLI::IsMember({"auto", "f32", "bf16", "int8"}))
-      ->capture_default_str();
+      ->excludes(app.get_option("--compute"));
   app.add_option("-o,--output", output, "md (table) or json (one object per line)")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
@@ -105,16 +114,31 @@ int BenchCommand::Run() const {
   if (!path_or.ok()) return FailWith(kWho, path_or.status());
   const std::string path = *path_or;
 
+  // The types to run: --compute-list, or --compute alone; "auto" is f32; each type once.
+  std::vector<std::string> types;
+  for (std::string t :
+       compute_list.empty() ? std::vector<std::string>{model.compute} : compute_list) {
+    if (t == "auto") t = "f32";
+    if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  }
+  // Every type's flag combination is checked before anything runs.
+  for (const std::string& t : types) {
+    ModelArgs typed = model;
+    typed.compute = t;
+    if (Status s = typed.CheckBackendFlags(); !s.ok()) return FailWith(kWho, s);
+    if (auto mode = typed.weight_mode(); !mode.ok()) return FailWith(kWho, mode.status());
+  }
+
   std::vector<Row> rows;
-  std::vector<TypedPeak> peaks;  // of the machine, measured once
+  std::vector<TypedPeak> peaks;  // of the machine (onednn), measured once
   double bandwidth = 0;
   std::string model_desc, decoder_name;
   DiffusionParams params;
   int64_t gen_length = 0;
-  for (size_t ci = 0; ci < compute_list.size(); ++ci) {
+  for (size_t ci = 0; ci < types.size(); ++ci) {
     // Each compute type packs the weights at load: one engine and model per type.
     ModelArgs typed = model;
-    typed.compute = compute_list[ci];
+    typed.compute = types[ci];
     auto mode = typed.weight_mode();
     if (!mode.ok()) return FailWith(kWho, mode.status());
     auto engine_or = typed.MakeEngine();
@@ -132,7 +156,7 @@ int BenchCommand::Run() const {
     }
     if (!m.config().is_diffusion()) {
       const int rc = RunArBench(*this, engine, index, path, prompt, options);
-      if (rc != 0 || ci + 1 == compute_list.size()) return rc;
+      if (rc != 0 || ci + 1 == types.size()) return rc;
       continue;
     }
     // The decoder `serve` would run for these flags (the factory settles them), checked once.
@@ -156,18 +180,31 @@ int BenchCommand::Run() const {
     }
 
     for (const std::string& blas : blas_list) {
-      if (m.compute() != ComputeType::kF32 && blas != "onednn") continue;  // f32 only there
+      if (m.compute() != ComputeType::kF32 && blas != "onednn") {
+        std::fprintf(stderr, "unmask bench: %s compute runs on onednn only: no %s row for it\n",
+                     typed.compute.c_str(), blas.c_str());
+        continue;
+      }
       ModelArgs args = typed;
       args.blas = blas;
       auto row_backend = args.MakeBackend();
       if (!row_backend.ok()) return FailWith(kWho, row_backend.status());
       Row row;
       row.blas = blas;
+      row.requested = typed.compute;
       row.compute = ComputeTypeName(m.compute());
       row.backend = (*row_backend)->Describe();
-      auto peak = MeasureGemmPeakGflops(**row_backend, m.compute());
-      if (!peak.ok()) return FailWith(kWho, peak.status());
-      row.gemm_peak = *peak;
+      // The peak of the row's type: the machine line's for onednn (one measurement per type and
+      // run), measured with the row's library otherwise.
+      row.gemm_peak = 0;
+      for (const TypedPeak& p : peaks) {
+        if (blas == "onednn" && p.type == m.compute()) row.gemm_peak = p.gflops;
+      }
+      if (row.gemm_peak == 0) {
+        auto peak = MeasureGemmPeakGflops(**row_backend, m.compute());
+        if (!peak.ok()) return FailWith(kWho, peak.status());
+        row.gemm_peak = *peak;
+      }
       std::vector<double> tps, gflops, per_nfe;
       StepBuffers buffers;
       ProgressLine progress("bench " + row.compute + " " + blas);
@@ -210,6 +247,7 @@ int BenchCommand::Run() const {
       nlohmann::json j = {
           {"model", model_desc},
           {"compute", r.compute},
+          {"requested_compute", r.requested},
           {"path", path},
           {"blas", r.blas},
           {"backend", r.backend},
@@ -254,26 +292,34 @@ int BenchCommand::Run() const {
   std::printf(
       "\n| compute | blas | NFE | tokens/s | ms/forward | forward GFLOP/s | GEMM peak of its "
       "type (same run) | %% of GEMM peak | %% of %.0f f32 FMA peak | vs %s %s |",
-      nominal, rows[0].compute.c_str(), rows[0].blas.c_str());
+      nominal, Label(rows[0]).c_str(), rows[0].blas.c_str());
   if (with_ref) std::printf(" vs reference %.2f tok/s |", reference_tps);
   std::printf("\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", with_ref ? "---:|" : "");
   for (const Row& r : rows) {
     std::printf("| %s | %s | %lld | %.2f ± %.2f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx |",
-                r.compute.c_str(), r.blas.c_str(), static_cast<long long>(r.nfe), r.tps.mean,
+                Label(r).c_str(), r.blas.c_str(), static_cast<long long>(r.nfe), r.tps.mean,
                 r.tps.sd, r.forward_ms_per_nfe.mean, r.gflops.mean, r.gemm_peak,
                 100.0 * r.gflops.mean / r.gemm_peak, 100.0 * r.gflops.mean / nominal,
                 r.tps.mean / rows[0].tps.mean);
     if (with_ref) std::printf(" %.2fx |", r.tps.mean / reference_tps);
     std::printf("\n");
   }
+  std::string intensities;
+  for (const Row& r : rows) {
+    if (r.blas != rows[0].blas) continue;  // the library does not change the bytes moved
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s%s %.1f", intensities.empty() ? "" : ", ", Label(r).c_str(),
+                  r.intensity);
+    intensities += buf;
+  }
   std::printf(
-      "\narithmetic intensity: %.1f FLOP/byte (FLOPs / bytes of weights, KV cache and "
-      "activations moved per forward)\n",
-      rows.empty() ? 0.0 : rows[0].intensity);
+      "\narithmetic intensity: %s FLOP/byte (FLOPs / bytes of weights in their packed type, KV "
+      "cache and activations moved per forward)\n",
+      intensities.c_str());
   std::printf(
-      "machine (this run): GEMM peaks (prepacked, onednn) %s, memory read %.1f GB/s -> f32 "
-      "ridge %.1f FLOP/byte\n",
-      FormatPeaks(peaks).c_str(), bandwidth, peaks.empty() ? 0.0 : peaks[0].gflops / bandwidth);
+      "machine (this run): GEMM peaks (prepacked, onednn) %s, memory read %.1f GB/s -> ridge "
+      "%s FLOP/byte\n",
+      FormatPeaks(peaks).c_str(), bandwidth, FormatRidges(peaks, bandwidth).c_str());
   std::printf("\nbackends: ");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::printf("%s%s", i ? "; " : "", rows[i].backend.c_str());

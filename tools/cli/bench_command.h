@@ -21,7 +21,7 @@ struct BenchCommand {
   int64_t prompt_length = 32;
   int reps = 3;
   std::vector<std::string> blas_list = {"onednn", "openblas"};
-  std::vector<std::string> compute_list = {"f32"};
+  std::vector<std::string> compute_list;  // empty: {model.compute} (--compute)
   std::string output = "md";
   // tokens/s of an outside reference for the "vs reference" column (0: no column). The bench
   // script passes llama-diffusion-cli's 3.75 tokens/s measured for its setting (LLAMACPP.md).

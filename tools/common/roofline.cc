@@ -33,7 +33,21 @@ std::string FormatPeaks(const std::vector<TypedPeak>& peaks) {
                   std::string(ComputeTypeName(p.type)).c_str(), p.gflops);
     out += buf;
   }
-  return out + " GFLOP/s (int8: GOP/s)";
+  const bool int8 = std::any_of(peaks.begin(), peaks.end(),
+                                [](const TypedPeak& p) { return p.type == ComputeType::kInt8; });
+  return out + (int8 ? " GFLOP/s (int8: GOP/s)" : " GFLOP/s");
+}
+
+std::string FormatRidges(const std::vector<TypedPeak>& peaks, double bandwidth_gbs) {
+  std::string out;
+  char buf[64];
+  for (const TypedPeak& p : peaks) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.1f", out.empty() ? "" : ", ",
+                  std::string(ComputeTypeName(p.type)).c_str(),
+                  p.gflops / std::max(bandwidth_gbs, 1e-9));
+    out += buf;
+  }
+  return out;
 }
 
 double MeasureMemoryBandwidthGBs(int reps, int64_t bytes) {

@@ -29,8 +29,10 @@ struct TypedPeak {
   double gflops;
 };
 StatusOr<std::vector<TypedPeak>> MeasureGemmPeaks(const Backend& backend, int reps = 10);
-// "f32 310.2, bf16 620.5, int8 1204.8 GFLOP/s" (GOP/s for int8).
+// "f32 310.2, bf16 620.5, int8 1204.8 GFLOP/s (int8: GOP/s)" (the note only with an int8 peak).
 std::string FormatPeaks(const std::vector<TypedPeak>& peaks);
+// "f32 12.1, bf16 24.3" FLOP/byte: each peak over the bandwidth (GB/s).
+std::string FormatRidges(const std::vector<TypedPeak>& peaks, double bandwidth_gbs);
 
 // Measures the memory read bandwidth the engine's threads reach now: sums of an f32 buffer of
 // `bytes` (default 256 MiB: main memory) split over the current thread count (core/parallel.h),

@@ -71,7 +71,8 @@ StatusOr<ArenaModelRates> MeasureModelRates(const LoadedModel& lm, const std::st
   h.bandwidth_gbs = MeasureMemoryBandwidthGBs(5, static_cast<int64_t>(h.weight_bytes));
   std::vector<int64_t> rows;
   for (int64_t r = 1; r <= 8192; r *= 2) rows.push_back(r);
-  UNMASK_ASSIGN_OR_RETURN(h.gemm_curve, MeasureGemmCurve(*lm.file, lm.weight_mode, rows));
+  UNMASK_ASSIGN_OR_RETURN(h.gemm_curve,
+                          MeasureGemmCurve(*lm.file, lm.weight_mode, rows, 5, lm.model->compute()));
   // A one-position forward: measured, and its roofline time with the rates above.
   const ModelConfig& c = lm.model->config();
   const std::vector<int32_t> token = {0};
