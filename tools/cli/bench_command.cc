@@ -122,6 +122,13 @@ int BenchCommand::Run() const {
     if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
   }
   // Every type's flag combination is checked before anything runs.
+  const bool have_onednn =
+      std::find(blas_list.begin(), blas_list.end(), "onednn") != blas_list.end();
+  if (!have_onednn &&
+      std::none_of(types.begin(), types.end(), [](const std::string& t) { return t == "f32"; })) {
+    return FailWith(kWho, InvalidArgumentError("no row to run: bf16 and int8 compute run on "
+                                               "onednn only (add it to --blas-list)"));
+  }
   for (const std::string& t : types) {
     ModelArgs typed = model;
     typed.compute = t;
