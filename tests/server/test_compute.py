@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`unmask serve --compute bf16`: the served models say their compute type in /v1/models
 (x_unmask.compute: bf16, or f32 where the CPU lacks bf16 instructions, which the server's log then
-warns about), both engines answer completions, and `--compute bf16 --weights native` exits 1 with
-one line naming the flags. Prints one line per check; exits 1 if any check failed.
+warns about) and in /metrics (unmask:model_info's compute label), both engines answer completions,
+and `--compute bf16 --weights native` exits 1 with one line naming the flags. Prints one line per check; exits 1 if any check failed.
 
   .venv/bin/python tests/server/test_compute.py --unmask build/release/unmask
 """
@@ -27,6 +27,17 @@ def models_report_bf16(url, client):
         compute = by_id[mid]["x_unmask"]["compute"]
         check(compute in ("bf16", "f32"), f"{mid}: x_unmask.compute is bf16 or f32", compute)
     models_report_bf16.types = {mid: by_id[mid]["x_unmask"]["compute"] for mid in (LLADA_ID, AR_ID)}
+
+
+def metrics_name_the_compute_type(url, client):
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    for mid, compute in models_report_bf16.types.items():
+        want = f'model="{mid}"'
+        lines = [line for line in text.splitlines()
+                 if line.startswith("unmask:model_info") and want in line]
+        check(len(lines) == 1 and f'compute="{compute}"' in lines[0],
+              f"{mid}: unmask:model_info has compute=\"{compute}\"", repr(lines))
 
 
 def both_engines_answer(url, client):
@@ -55,7 +66,7 @@ def main():
     ap.add_argument("--unmask", required=True)
     args = ap.parse_args()
     rc = run_tests(args.unmask, ["-m", LLADA, "-m", AR, "-t", "1", "--compute", "bf16"],
-                   [models_report_bf16, both_engines_answer])
+                   [models_report_bf16, metrics_name_the_compute_type, both_engines_answer])
     if not native_weights_refused(args.unmask):
         rc = 1
     sys.exit(rc)

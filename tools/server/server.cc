@@ -37,7 +37,7 @@ Server::Server(ServerOptions options)
                           "Requests refused before reaching the engine, by HTTP status",
                           {"status"});
   metrics_.DeclareGauge("model_info", "Loaded models (value 1)",
-                        {"model", "engine", "architecture"});
+                        {"model", "engine", "architecture", "compute"});
   EngineOptions eo;
   eo.scheduler = options_.scheduler;
   engine_ = std::make_unique<Engine>(eo, &metrics_, options_.backend);
@@ -107,7 +107,9 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     m->loaded = &engine_->model(m->index);
     metrics_.Set(
         "model_info",
-        {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded->model->config().architecture}, 1);
+        {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded->model->config().architecture,
+         std::string(ComputeTypeName(m->loaded->model->compute()))},
+        1);
     models.push_back(std::move(m));
   }
   if (Status s = engine_->StartServing(); !s.ok()) return s;
