@@ -2,7 +2,8 @@
 """`unmask serve --compute bf16`: the served models say their compute type in /v1/models
 (x_unmask.compute: bf16, or f32 where the CPU lacks bf16 instructions, which the server's log then
 warns about) and in /metrics (unmask:model_info's compute label), both engines answer completions,
-and `--compute bf16 --weights native` exits 1 with one line naming the flags. Prints one line per check; exits 1 if any check failed.
+and `--compute bf16 --weights native` exits 1 with one line naming the flags. Prints one line per
+check; exits 1 if any check failed.
 
   .venv/bin/python tests/server/test_compute.py --unmask build/release/unmask
 """
