@@ -28,6 +28,7 @@
 
 #include "core/status.h"
 #include "format/ggml_type.h"
+#include "format/mapped_file.h"
 
 namespace unmask::gguf {
 
@@ -151,8 +152,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;     // mmap base (nullptr for FromBytes)
-  std::vector<uint8_t> owned_;  // FromBytes storage
+  format::MappedFile bytes_;  // the mapping or the FromBytes storage (base_, size_ point into it)
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

@@ -1,16 +1,10 @@
 // GGUF reader: memory-maps a file (or copies an in-memory image) and parses the header, metadata
 // and tensor infos with every read bounds-checked. Spec: ggml-org/ggml docs/gguf.md; checks
 // follow ggml's gguf.cpp (gguf_init_from_file_impl) where the spec is silent.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <system_error>
 #include <unordered_set>
 #include <utility>
 
@@ -322,40 +316,15 @@ bool IsFloat(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::k
 
 }  // namespace
 
-GgufFile::~GgufFile() {
-  if (mapping_ != nullptr) munmap(mapping_, size_);
-}
+GgufFile::~GgufFile() = default;
 
 StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return NotFoundError("cannot open '" + path + "': " + std::generic_category().message(errno));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return NotFoundError("cannot stat '" + path + "': " + std::generic_category().message(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return NotFoundError("'" + path + "' is not a regular file");
-  }
+  UNMASK_ASSIGN_OR_RETURN(format::MappedFile bytes, format::MappedFile::Open(path));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* mapping = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return ResourceExhaustedError("cannot mmap '" + path + "' (" + std::to_string(file->size_) +
-                                    " bytes): " + std::generic_category().message(err));
-    }
-    file->mapping_ = mapping;
-    file->base_ = static_cast<const uint8_t*>(mapping);
-  }
-  ::close(fd);  // the mapping stays valid without the descriptor
+  file->bytes_ = std::move(bytes);
+  file->base_ = file->bytes_.data();
+  file->size_ = file->bytes_.size();
   UNMASK_RETURN_IF_ERROR(file->Parse());
   return file;
 }
@@ -364,9 +333,9 @@ StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::vector<uint8_t> byt
                                                         std::string name) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = std::move(name);
-  file->owned_ = std::move(bytes);
-  file->base_ = file->owned_.data();
-  file->size_ = file->owned_.size();
+  file->bytes_ = format::MappedFile::FromBytes(std::move(bytes));
+  file->base_ = file->bytes_.data();
+  file->size_ = file->bytes_.size();
   UNMASK_RETURN_IF_ERROR(file->Parse());
   return file;
 }

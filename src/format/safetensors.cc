@@ -1,17 +1,10 @@
 #include "format/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <system_error>
 #include <utility>
 
 namespace unmask::safetensors {
@@ -88,35 +81,15 @@ std::optional<int> ElementBytes(std::string_view dtype_name) {
   return std::nullopt;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_ != nullptr) munmap(mapping_, size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return NotFoundError("cannot open '" + path + "': " + std::generic_category().message(errno));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return NotFoundError("'" + path + "' is not a regular file");
-  }
+  UNMASK_ASSIGN_OR_RETURN(format::MappedFile bytes, format::MappedFile::Open(path));
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* mapping = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return ResourceExhaustedError("cannot mmap '" + path +
-                                    "': " + std::generic_category().message(err));
-    }
-    file->mapping_ = mapping;
-    file->base_ = static_cast<const uint8_t*>(mapping);
-  }
-  ::close(fd);
+  file->bytes_ = std::move(bytes);
+  file->base_ = file->bytes_.data();
+  file->size_ = file->bytes_.size();
   UNMASK_RETURN_IF_ERROR(file->Parse());
   return file;
 }
@@ -125,9 +98,9 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(std::vecto
                                                                       std::string name) {
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = std::move(name);
-  file->owned_ = std::move(bytes);
-  file->base_ = file->owned_.data();
-  file->size_ = file->owned_.size();
+  file->bytes_ = format::MappedFile::FromBytes(std::move(bytes));
+  file->base_ = file->bytes_.data();
+  file->size_ = file->bytes_.size();
   UNMASK_RETURN_IF_ERROR(file->Parse());
   return file;
 }

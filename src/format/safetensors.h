@@ -27,6 +27,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "format/mapped_file.h"
 
 namespace unmask::safetensors {
 
@@ -70,10 +71,9 @@ class SafetensorsFile {
   Status Parse();
 
   std::string path_;
+  format::MappedFile bytes_;  // base_, size_ point into it
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;
-  std::vector<uint8_t> owned_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t> by_name_;
   std::map<std::string, std::string> metadata_;
