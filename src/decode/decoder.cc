@@ -12,6 +12,8 @@ std::string_view DecoderKindName(DecoderKind k) {
       return "diffusion";
     case DecoderKind::kDream:
       return "dream";
+    case DecoderKind::kBlockDiffusion:
+      return "block_diffusion";
   }
   return "?";
 }

@@ -7,8 +7,10 @@
 //
 // Implemented by ArDecoder (decode/decoder_ar.h: sampling chain, optional speculative drafter),
 // DiffusionDecoder (decoder_diffusion.h: LLaDA block decoding, every cache mode and commit rule)
-// and DreamDecoder (decoder_dream.h: Dream's reference sampler). decode/decoder_factory.h builds
-// the right one from a model and a request; it is the only place request parameters are settled.
+// DreamDecoder (decoder_dream.h: Dream's reference sampler) and BlockDiffusionDecoder
+// (decoder_block_diffusion.h: SDAR's block-diffusion decoding on block-causal models).
+// decode/decoder_factory.h builds the right one from a model and a request; it is the only place
+// request parameters are settled.
 #ifndef UNMASK_DECODE_DECODER_H_
 #define UNMASK_DECODE_DECODER_H_
 
@@ -23,8 +25,9 @@
 
 namespace unmask {
 
-enum class DecoderKind { kAr, kDiffusion, kDream };
-std::string_view DecoderKindName(DecoderKind k);  // "ar" | "diffusion" | "dream"
+enum class DecoderKind { kAr, kDiffusion, kDream, kBlockDiffusion };
+// "ar" | "diffusion" | "dream" | "block_diffusion"
+std::string_view DecoderKindName(DecoderKind k);
 
 // Why a decoder ended.
 enum class DecodeFinish {

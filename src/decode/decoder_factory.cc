@@ -33,6 +33,12 @@ constexpr std::array<std::string_view, 16> kBlockOnly = {
 constexpr std::array<std::string_view, 1> kDiffusionOnly = {"steps"};
 // Dream's sampler only.
 constexpr std::array<std::string_view, 3> kDreamOnly = {"alg", "eps", "alg_temp"};
+// SDAR's decoding only (block-diffusion models).
+constexpr std::array<std::string_view, 2> kBlockDiffusionOnly = {"denoising_steps", "eb_threshold"};
+// Parameters a block-diffusion model takes (besides the common temperature, seed, max tokens).
+constexpr std::array<std::string_view, 8> kBlockDiffusionUses = {
+    "denoising_steps", "eb_threshold", "remasking", "threshold",
+    "block_length",    "steps",        "top_k",     "top_p"};
 
 bool In(std::span<const std::string_view> set, std::string_view name) {
   return std::find(set.begin(), set.end(), name) != set.end();
@@ -100,6 +106,17 @@ StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
                                                 std::vector<std::string>* unused) {
   if (o.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
   DiffusionParams p = o.diffusion;
+  if (!o.remasking.empty()) {
+    const auto r = RemaskingFromName(o.remasking);
+    if (!r) {
+      return InvalidArgumentError(
+          LabelOf(o, "remasking") + " '" + o.remasking + "' is not a strategy of this decoder " +
+          "(low_confidence, random)" +
+          (BlockRemaskingFromName(o.remasking) ? "; it is SDAR's, for block-diffusion models"
+                                               : ""));
+    }
+    p.remasking = *r;
+  }
   if (p.block_length <= 0) p.block_length = std::min<int64_t>(32, o.max_tokens);
   p.gen_length =
       o.round_canvas ? DiffusionCanvasLength(o.max_tokens, p.block_length) : o.max_tokens;
@@ -149,6 +166,7 @@ StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
 }
 
 DecoderKind SelectDecoder(const ModelConfig& config, const DecodeOptions& o) {
+  if (config.is_block_diffusion()) return DecoderKind::kBlockDiffusion;
   if (!config.is_diffusion()) return DecoderKind::kAr;
   if (config.architecture != "dream" || o.sampler == DiffusionSampler::kBlock) {
     return DecoderKind::kDiffusion;
@@ -180,8 +198,20 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
   for (const GivenParam& g : o.given) {
     Status s;
     switch (out.kind) {
+      case DecoderKind::kBlockDiffusion:
+        if ((In(kArOnly, g.name) || In(kBlockOnly, g.name) || In(kDreamOnly, g.name)) &&
+            !In(kBlockDiffusionUses, g.name)) {
+          s = Unused(o, g,
+                     "does not apply to " + Describe(model) +
+                         ", a block-diffusion model (SDAR decoding: " +
+                         LabelOf(o, "denoising_steps") + ", " + LabelOf(o, "remasking") + ", " +
+                         LabelOf(o, "threshold") + ", " + LabelOf(o, "eb_threshold") + ")",
+                     &out.unused);
+        }
+        break;
       case DecoderKind::kAr:
-        if (In(kBlockOnly, g.name) || In(kDiffusionOnly, g.name) || In(kDreamOnly, g.name)) {
+        if (In(kBlockOnly, g.name) || In(kDiffusionOnly, g.name) || In(kDreamOnly, g.name) ||
+            In(kBlockDiffusionOnly, g.name)) {
           s = Unused(
               o, g,
               "applies to diffusion models; " + Describe(model) + " is an autoregressive model",
@@ -189,7 +219,11 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
         }
         break;
       case DecoderKind::kDiffusion:
-        if (is_dream_model && (g.name == "top_k" || g.name == "top_p")) {
+        if (In(kBlockDiffusionOnly, g.name)) {
+          s = Unused(o, g,
+                     "applies to block-diffusion models (SDAR); " + Describe(model) + " is not one",
+                     &out.unused);
+        } else if (is_dream_model && (g.name == "top_k" || g.name == "top_p")) {
           s = Unused(o, g, dream_sampler_only, &out.unused);
         } else if (In(kArOnly, g.name)) {
           s = Unused(
@@ -204,7 +238,11 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
         }
         break;
       case DecoderKind::kDream:
-        if (In(kArOnly, g.name) && g.name != "top_k" && g.name != "top_p") {
+        if (In(kBlockDiffusionOnly, g.name)) {
+          s = Unused(o, g,
+                     "applies to block-diffusion models (SDAR); " + Describe(model) + " is not one",
+                     &out.unused);
+        } else if (In(kArOnly, g.name) && g.name != "top_k" && g.name != "top_p") {
           s = Unused(
               o, g,
               "applies to autoregressive models; " + Describe(model) + " is a diffusion model",
@@ -264,6 +302,15 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       out.decoder = std::make_unique<DiffusionDecoder>(std::move(d));
       return out;
     }
+    case DecoderKind::kBlockDiffusion: {
+      UNMASK_ASSIGN_OR_RETURN(out.block, SettleBlockParams(model, o));
+      UNMASK_ASSIGN_OR_RETURN(
+          BlockDiffusionDecoder d,
+          BlockDiffusionDecoder::Create(out.block, model.ids.mask, prompt, c.context_length,
+                                        c.vocab_size, o.kv_seq));
+      out.decoder = std::make_unique<BlockDiffusionDecoder>(std::move(d));
+      return out;
+    }
     case DecoderKind::kDream: {
       if (o.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
       DreamParams p = o.dream;
@@ -289,6 +336,55 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
     }
   }
   return InternalError("MakeDecoder: unknown decoder kind");
+}
+
+StatusOr<BlockParams> SettleBlockParams(const DecoderModel& model, const DecodeOptions& o) {
+  if (o.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
+  const ModelConfig& c = *model.config;
+  BlockParams p = o.block;
+  if (!o.remasking.empty()) {
+    const auto r = BlockRemaskingFromName(o.remasking);
+    if (!r) {
+      return InvalidArgumentError(LabelOf(o, "remasking") + " '" + o.remasking + "' is not a " +
+                                  "strategy of block-diffusion models (" +
+                                  std::string(BlockRemaskingNames()) + ")");
+    }
+    p.remasking = *r;
+  }
+  p.gen_length = o.max_tokens;
+  p.block_length = Given(o, "block_length") ? o.diffusion.block_length : c.block_length;
+  if (Given(o, "steps")) {
+    if (Given(o, "denoising_steps") && o.diffusion.steps != o.block.denoising_steps) {
+      return InvalidArgumentError(LabelOf(o, "steps") + " and " + LabelOf(o, "denoising_steps") +
+                                  " both give the denoising steps per block, with different "
+                                  "values: give one");
+    }
+    p.denoising_steps = o.diffusion.steps;
+  } else if (!Given(o, "denoising_steps")) {
+    p.denoising_steps = p.block_length;  // SDAR's default: one token per step (4 for block 4)
+  }
+  if (Given(o, "threshold")) p.confidence_threshold = o.diffusion.threshold;
+  p.temperature = o.diffusion.temperature;
+  p.seed = o.diffusion.seed;
+  p.top_k = Given(o, "top_k") ? o.ar.sampling.top_k : 0;
+  p.top_p = Given(o, "top_p") ? o.ar.sampling.top_p : 1.0;
+  p.stop_ids.clear();
+  for (int32_t id : {model.ids.eos, model.ids.eot}) {
+    if (id >= 0 && std::find(p.stop_ids.begin(), p.stop_ids.end(), id) == p.stop_ids.end()) {
+      p.stop_ids.push_back(id);
+    }
+  }
+  if (p.remasking != BlockRemasking::kLowConfidenceDynamic && Given(o, "threshold")) {
+    return InvalidArgumentError(LabelOf(o, "threshold") + " applies to " + LabelOf(o, "remasking") +
+                                " low_confidence_dynamic, not " +
+                                std::string(BlockRemaskingName(p.remasking)));
+  }
+  if (p.remasking != BlockRemasking::kEntropyBounded && Given(o, "eb_threshold")) {
+    return InvalidArgumentError(LabelOf(o, "eb_threshold") + " applies to " +
+                                LabelOf(o, "remasking") + " entropy_bounded, not " +
+                                std::string(BlockRemaskingName(p.remasking)));
+  }
+  return p;
 }
 
 }  // namespace unmask

@@ -3,6 +3,7 @@
 // server, the arena and the router all call it; nothing else re-derives these rules:
 //   - which decoder: AR models get ArDecoder; diffusion models the block decoder; Dream models
 //     Dream's reference sampler unless a block-decoder parameter is given (sampler kAuto);
+//     block-diffusion (block-causal) models BlockDiffusionDecoder;
 //   - the canvas rule: gen_length = max_tokens rounded up to a multiple of block_length
 //     (DiffusionCanvasLength; round_canvas, the server); the text returned is cut to max_tokens;
 //   - default steps (steps <= 0): DefaultDiffusionSteps;
@@ -25,6 +26,7 @@
 #include "core/status.h"
 #include "decode/decoder.h"
 #include "decode/decoder_ar.h"
+#include "decode/decoder_block_diffusion.h"
 #include "decode/decoder_diffusion.h"
 #include "decode/decoder_dream.h"
 #include "decode/drafter.h"
@@ -82,6 +84,17 @@ struct DecodeOptions {
   // temperature and seed also drive Dream's sampler.
   DiffusionParams diffusion = DefaultStepsParams();
   DreamParams dream = DefaultDreamParams();  // alg, eps, alg_temp (top_k/top_p come from `ar`)
+  // Block-diffusion models (SDAR): remasking (SDAR's strategy names), denoising_steps,
+  // confidence_threshold, eb_threshold. gen_length, block_length (default: the model's
+  // diffusion.block_length), temperature, seed, top_k, top_p and the stop ids are settled from
+  // max_tokens, `diffusion`, `ar` and the model (MakeDecoder); `steps`, when given, means
+  // denoising_steps (steps per block, as SDAR counts them).
+  BlockParams block;
+  // The remasking strategy by name as the caller gave it ("" = the decoder's default): LLaDA's
+  // (low_confidence, random) for diffusion models, SDAR's (BlockRemaskingNames()) for
+  // block-diffusion models; the factory parses it for the decoder that runs and refuses the other
+  // family's names.
+  std::string remasking;
   DiffusionSampler sampler = DiffusionSampler::kAuto;
   bool speculative_lookup = false;  // AR: n-gram prompt-lookup drafting (owned by the decoder)
   int32_t lookup_ngram_max = 4;
@@ -114,6 +127,11 @@ int64_t DefaultDiffusionSteps(int64_t gen_length, int64_t block_length);
 StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& options,
                                                 std::vector<std::string>* unused = nullptr);
 
+// The block-diffusion decoder's parameters for `options` on `model` (see DecodeOptions::block).
+// Errors: InvalidArgument when --steps and --denoising-steps disagree, or a strategy parameter
+// (threshold, eb_threshold) is given for another strategy; max_tokens < 1.
+StatusOr<BlockParams> SettleBlockParams(const DecoderModel& model, const DecodeOptions& options);
+
 // A built decoder and how its request was settled.
 struct BuiltDecoder {
   std::unique_ptr<Decoder> decoder;
@@ -121,6 +139,7 @@ struct BuiltDecoder {
   ArParams ar;                      // kAr: as run
   DiffusionParams diffusion;        // kDiffusion: as run
   DreamParams dream;                // kDream: as run
+  BlockParams block;                // kBlockDiffusion: as run
   std::vector<std::string> unused;  // labels of given parameters this decoder does not use
 };
 

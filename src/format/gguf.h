@@ -117,6 +117,16 @@ class GgufFile {
   // path in error messages.
   static StatusOr<std::unique_ptr<GgufFile>> FromBytes(std::vector<uint8_t> bytes,
                                                        std::string name = "<memory>");
+  // A file assembled in memory by a converter (model/hf_import.h): `metadata` in order, and
+  // `tensors` whose `data` point into memory that `keep_alive` holds (mappings of other files,
+  // converted copies); `offset` is ignored (set to the running sum of sizes). file_size() is the
+  // sum of the tensors' bytes. Errors: InvalidArgument naming the tensor for a duplicate name,
+  // null data, an unknown type, dims the reader would refuse or num_bytes that differs from what
+  // type and dims imply; InvalidArgument for a duplicate metadata key.
+  static StatusOr<std::unique_ptr<GgufFile>> FromParts(std::string path,
+                                                       std::vector<MetadataEntry> metadata,
+                                                       std::vector<TensorInfo> tensors,
+                                                       std::shared_ptr<const void> keep_alive);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -153,6 +163,7 @@ class GgufFile {
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
   format::MappedFile bytes_;  // the mapping or the FromBytes storage (base_, size_ point into it)
+  std::shared_ptr<const void> keep_alive_;  // FromParts: what the tensors point into
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

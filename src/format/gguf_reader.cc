@@ -340,6 +340,52 @@ StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::vector<uint8_t> byt
   return file;
 }
 
+StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromParts(std::string path,
+                                                        std::vector<MetadataEntry> metadata,
+                                                        std::vector<TensorInfo> tensors,
+                                                        std::shared_ptr<const void> keep_alive) {
+  std::unique_ptr<GgufFile> file(new GgufFile());
+  file->path_ = std::move(path);
+  for (size_t i = 0; i < metadata.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (metadata[j].key == metadata[i].key) {
+        return InvalidArgumentError(file->path_ + ": duplicate key '" + metadata[i].key + "'");
+      }
+    }
+  }
+  uint64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorInfo& t = tensors[i];
+    const std::string what = file->path_ + ": tensor '" + t.name + "'";
+    for (size_t j = 0; j < i; ++j) {
+      if (tensors[j].name == t.name) return InvalidArgumentError(what + " appears twice");
+    }
+    const auto type_info = GetGgmlTypeInfo(static_cast<uint32_t>(t.type));
+    if (!type_info) return InvalidArgumentError(what + " has an unknown type");
+    if (t.data == nullptr) return InvalidArgumentError(what + " has no data");
+    if (t.dims.empty() || t.dims.size() > 4) {
+      return InvalidArgumentError(what + " must have 1 to 4 dimensions");
+    }
+    for (int64_t d : t.dims) {
+      if (d <= 0) return InvalidArgumentError(what + " has a dimension <= 0");
+    }
+    StatusOr<uint64_t> bytes = internal::TensorDataBytes(*type_info, t.dims);
+    if (!bytes.ok() || *bytes != t.num_bytes) {
+      return InvalidArgumentError(what + " has " + std::to_string(t.num_bytes) +
+                                  " bytes of data, its type and shape " + t.ShapeString() +
+                                  " need " + (bytes.ok() ? std::to_string(*bytes) : "more"));
+    }
+    t.offset = offset;
+    offset += t.num_bytes;
+  }
+  file->version_ = 3;
+  file->size_ = static_cast<size_t>(offset);
+  file->metadata_ = std::move(metadata);
+  file->tensors_ = std::move(tensors);
+  file->keep_alive_ = std::move(keep_alive);
+  return file;
+}
+
 Status GgufFile::Parse() {
   Cursor c(path_, base_, size_);
 

@@ -22,7 +22,18 @@ constexpr ArchTraits kArchs[] = {
     // Dream (Qwen2 layout): q/k/v biases, Q/K rows in HF order for NEOX RoPE, shifted logits
     // (LLAMACPP.md "Dream GGUF").
     {"dream", AttentionKind::kBidirectional, RopeLayout::kNeox},
+    // Qwen2 / Qwen2.5 (llama.cpp "qwen2"): q/k/v biases, NEOX RoPE, causal.
+    {"qwen2", AttentionKind::kCausal, RopeLayout::kNeox},
+    // Qwen3 (llama.cpp "qwen3"): per-head q/k RMSNorm before RoPE, head size apart from
+    // hidden / heads (attention.key_length), no biases, NEOX RoPE, causal.
+    {"qwen3", AttentionKind::kCausal, RopeLayout::kNeox},
+    // SDAR (JetAstra/SDAR; MODELS.md §4): the Qwen3 body with block-causal attention
+    // (diffusion.block_length). llama.cpp has no such architecture; unmask writes the qwen3 names.
+    {"sdar", AttentionKind::kBlockCausal, RopeLayout::kNeox},
 };
+
+// SDAR's released default block size (JetAstra/SDAR README, generate.py block_length).
+constexpr int64_t kSdarDefaultBlockLength = 4;
 
 // Upper bounds far above any real model, so that a corrupt header cannot make unmask allocate
 // or compute with absurd sizes before the tensors are checked.
@@ -152,7 +163,7 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
       return InvalidArgumentError(f.path() + ": " + p + "rope.freq_base must be a positive number");
     }
   }
-  if (c.hidden_size % c.num_heads != 0) {
+  if (c.hidden_size % c.num_heads != 0 && !f.Find(p + "attention.key_length")) {
     return InvalidArgumentError(f.path() + ": " + p + "attention.head_count (" +
                                 std::to_string(c.num_heads) + ") does not divide " + p +
                                 "embedding_length (" + std::to_string(c.hidden_size) + ")");
@@ -163,6 +174,18 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
                                 std::to_string(c.num_heads) + ")");
   }
   c.head_dim = c.hidden_size / c.num_heads;
+  if (f.Find(p + "attention.key_length")) {
+    UNMASK_ASSIGN_OR_RETURN(c.head_dim, GetPositive(f, p + "attention.key_length"));
+    if (f.Find(p + "attention.value_length")) {
+      UNMASK_ASSIGN_OR_RETURN(const int64_t value_length,
+                              GetPositive(f, p + "attention.value_length"));
+      if (value_length != c.head_dim) {
+        return UnimplementedError(f.path() + ": " + p + "attention.value_length (" +
+                                  std::to_string(value_length) + ") differs from " + p +
+                                  "attention.key_length (" + std::to_string(c.head_dim) + ")");
+      }
+    }
+  }
   c.rope_dim = c.head_dim;
   if (c.head_dim % 2 != 0 && !f.Find(p + "rope.dimension_count")) {
     return InvalidArgumentError(f.path() + ": the head size " + std::to_string(c.head_dim) + " (" +
@@ -192,6 +215,15 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
       return InvalidArgumentError(f.path() + ": " + p + "attention.causal = " +
                                   (causal ? "true" : "false") + " contradicts the architecture");
     }
+  }
+  if (c.attention == AttentionKind::kBlockCausal) {
+    c.block_length = kSdarDefaultBlockLength;
+    if (f.Find("diffusion.block_length")) {
+      UNMASK_ASSIGN_OR_RETURN(c.block_length, GetPositive(f, "diffusion.block_length", kMaxDim));
+    }
+  } else if (f.Find("diffusion.block_length")) {
+    return InvalidArgumentError(f.path() + ": diffusion.block_length is set but '" +
+                                c.architecture + "' is not a block-diffusion architecture");
   }
   // vocab_size and tied_output are filled from the tensors by the loader.
   return c;

@@ -12,18 +12,22 @@
 namespace unmask {
 
 // Whether position i may attend to position j > i. A property of the architecture
-// (ARCHITECTURE.md): LLaDA/Dream are bidirectional, Llama is causal.
-enum class AttentionKind { kCausal, kBidirectional };
+// (ARCHITECTURE.md): LLaDA/Dream are bidirectional, Llama/Qwen are causal, SDAR is block-causal
+// (bidirectional inside blocks of block_length positions aligned to position 0, causal across
+// them; ALGORITHMS.md §5.1).
+enum class AttentionKind { kCausal, kBidirectional, kBlockCausal };
 
 struct ModelConfig {
-  std::string architecture;    // general.architecture, e.g. "llada"
-  std::string name;            // general.name ("" when absent)
-  int64_t vocab_size = 0;      // rows of token_embd
-  int64_t hidden_size = 0;     // <arch>.embedding_length
-  int64_t num_layers = 0;      // <arch>.block_count
-  int64_t num_heads = 0;       // <arch>.attention.head_count
-  int64_t num_kv_heads = 0;    // <arch>.attention.head_count_kv (defaults to num_heads)
-  int64_t head_dim = 0;        // hidden_size / num_heads
+  std::string architecture;  // general.architecture, e.g. "llada"
+  std::string name;          // general.name ("" when absent)
+  int64_t vocab_size = 0;    // rows of token_embd
+  int64_t hidden_size = 0;   // <arch>.embedding_length
+  int64_t num_layers = 0;    // <arch>.block_count
+  int64_t num_heads = 0;     // <arch>.attention.head_count
+  int64_t num_kv_heads = 0;  // <arch>.attention.head_count_kv (defaults to num_heads)
+  // <arch>.attention.key_length (Qwen3 sets head_dim apart from hidden / heads), else
+  // hidden_size / num_heads.
+  int64_t head_dim = 0;
   int64_t ffn_size = 0;        // <arch>.feed_forward_length
   int64_t context_length = 0;  // <arch>.context_length: longest canvas (prompt + generation)
   float rms_eps = 1e-5f;       // <arch>.attention.layer_norm_rms_epsilon
@@ -36,15 +40,24 @@ struct ModelConfig {
   // The model returns unshifted rows; the decoder applies the shift.
   bool shift_logits = false;
   bool tied_output = false;  // no output.weight: the output projection reuses token_embd
+  // Block-causal models: diffusion.block_length, the block size the model was trained with
+  // (SDAR: 4 unless the file says otherwise); 0 for the other kinds.
+  int64_t block_length = 0;
 
+  // A full-canvas diffusion model (bidirectional: LLaDA, Dream).
   bool is_diffusion() const { return attention == AttentionKind::kBidirectional; }
+  // A block-diffusion model (block-causal: SDAR).
+  bool is_block_diffusion() const { return attention == AttentionKind::kBlockCausal; }
+  // Whether decoding needs a mask token (every diffusion kind).
+  bool needs_mask_token() const { return attention != AttentionKind::kCausal; }
   // Parameters of the weights (embedding counted once when tied).
   int64_t NumParameters() const;
   // FLOPs (2 per multiply-accumulate) of one forward of ONE sequence of `num_positions` positions
   // with logits for `num_logit_rows` of them. prune_last_layer: the last layer computes queries,
   // attention output and FFN only for the logit rows (keys/values for all), as TransformerModel
   // does for bidirectional models. Attention counts every query-key pair it computes (causal: the
-  // lower triangle). num_cached: positions read from a KV cache before the fed ones (every query
+  // lower triangle; block-causal: counted as bidirectional, an upper bound that is exact for one
+  // fed block). num_cached: positions read from a KV cache before the fed ones (every query
   // also attends to them). Elementwise ops (norms, RoPE, softmax) are not counted.
   double ForwardFlops(int64_t num_positions, int64_t num_logit_rows, bool prune_last_layer,
                       int64_t num_cached = 0) const;
@@ -64,7 +77,7 @@ struct ModelConfig {
 };
 
 // Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama",
-// "dream").
+// "dream", "qwen2", "qwen3", "sdar").
 // Errors: NotFound naming a missing required key; InvalidArgument naming an inconsistent value
 // (e.g. head_count not dividing embedding_length, head_count_kv not dividing head_count).
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include "format/hf_checkpoint.h"
 #include "model/config.h"
+#include "model/hf_import.h"
 #include "model/transformer.h"
 
 namespace unmask {
@@ -52,14 +54,17 @@ StatusOr<WeightMode> ChooseWeightMode(const gguf::GgufFile& f, const ModelConfig
 }  // namespace
 
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options) {
-  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> opened, gguf::GgufFile::Open(path));
+  // A folder is a Hugging Face checkpoint, seen as the GGUF its conversion would write.
+  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> opened, format::IsDirectory(path)
+                                                                      ? ImportHfCheckpoint(path)
+                                                                      : gguf::GgufFile::Open(path));
   std::shared_ptr<const gguf::GgufFile> file(std::move(opened));
   UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
   LoadedModel out;
   auto tokenizer = Tokenizer::FromGguf(*file);
   if (!tokenizer.ok()) return tokenizer.status();  // its messages name the file and key
   out.tokenizer = std::move(tokenizer).value();
-  if (config.is_diffusion() && out.tokenizer->special().mask == kNoToken) {
+  if (config.needs_mask_token() && out.tokenizer->special().mask == kNoToken) {
     return FailedPreconditionError(path + ": diffusion model '" + config.architecture +
                                    "' has no mask token (tokenizer.ggml.mask_token_id)");
   }

@@ -38,11 +38,12 @@ struct LoadedModel {
   std::shared_ptr<Backend> backend;              // the model's backend (model->backend())
 };
 
-// Errors: those of GgufFile::Open, ReadModelConfig, Tokenizer::FromGguf and model creation, each
-// naming the file; InvalidArgument for kOnTheFly weights on a bf16 / int8 backend;
-// ResourceExhausted when bf16 / int8 packed weights would not fit in half of memory;
-// FailedPrecondition when a diffusion model has no mask token; Unimplemented for a backend the
-// transformer cannot run on (any but the CPU backend in this build).
+// `path` is a GGUF file or a Hugging Face checkpoint folder (model/hf_import.h).
+// Errors: those of GgufFile::Open (ImportHfCheckpoint for a folder), ReadModelConfig,
+// Tokenizer::FromGguf and model creation, each naming the file; InvalidArgument for kOnTheFly
+// weights on a bf16 / int8 backend; ResourceExhausted when bf16 / int8 packed weights would not fit
+// in half of memory; FailedPrecondition when a diffusion model has no mask token; Unimplemented for
+// a backend the transformer cannot run on (any but the CPU backend in this build).
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
 
 }  // namespace unmask

@@ -96,6 +96,17 @@ void AddBias(float* p, int64_t n, const std::vector<float>& bias) {
   }
 }
 
+// RMSNorm of every head of the first n rows of t ([rows, heads * head_dim]) with weight [head_dim]
+// (Qwen3 q_norm / k_norm); no-op when the weight is empty.
+Status HeadNorm(const Tensor& t, int64_t n, int64_t heads, const std::vector<float>& weight,
+                float eps) {
+  if (weight.empty() || n == 0) return Status::Ok();
+  const int64_t head_dim = static_cast<int64_t>(weight.size());
+  const TensorView rows{t.as<float>(), DType::kF32, Shape{n * heads, head_dim}};
+  const TensorView w{const_cast<float*>(weight.data()), DType::kF32, Shape{head_dim}};
+  return RmsNorm(rows, w, eps, rows);
+}
+
 StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& name, int64_t rows,
                                  int64_t cols, WeightMode mode, ComputeType compute) {
   UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {rows, cols}));
@@ -179,6 +190,12 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(L.bq, GetBias(f, p + "attn_q.bias", q));
     UNMASK_ASSIGN_OR_RETURN(L.bk, GetBias(f, p + "attn_k.bias", kv));
     UNMASK_ASSIGN_OR_RETURN(L.bv, GetBias(f, p + "attn_v.bias", kv));
+    const bool has_qk_norm = f.FindTensor(p + "attn_q_norm.weight") != nullptr ||
+                             f.FindTensor(p + "attn_k_norm.weight") != nullptr;
+    if (has_qk_norm || c.architecture == "qwen3" || c.architecture == "sdar") {
+      UNMASK_ASSIGN_OR_RETURN(L.q_norm, GetVector(f, p + "attn_q_norm.weight", c.head_dim));
+      UNMASK_ASSIGN_OR_RETURN(L.k_norm, GetVector(f, p + "attn_k_norm.weight", c.head_dim));
+    }
     UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode, compute));
     tick();
     UNMASK_ASSIGN_OR_RETURN(TensorView gate, GetTensor(f, p + "ffn_gate.weight", {c.ffn_size, d}));
@@ -259,6 +276,16 @@ Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
       return InvalidArgumentError(where + ": kv_seq must be -1 or a cache sequence");
     } else if (seq.kv_replace) {
       return InvalidArgumentError(where + ": kv_replace needs a KV cache sequence (kv_seq)");
+    }
+    if (seq.kv_seq < 0 && c.attention == AttentionKind::kBlockCausal &&
+        seq.pos0 % c.block_length != 0) {
+      // Without a cache the keys are the fed rows; their blocks line up with the absolute ones
+      // only when pos0 starts a block.
+      return InvalidArgumentError(where +
+                                  ": a block-causal forward without a KV cache must start "
+                                  "at a block boundary (block_length " +
+                                  std::to_string(c.block_length) + "), got pos0 " +
+                                  std::to_string(seq.pos0));
     }
     if (seq.pos0 < 0 || seq.pos0 + n > c.context_length) {
       return InvalidArgumentError(where + ": positions [" + std::to_string(seq.pos0) + ", " +
@@ -348,7 +375,10 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
   const bool bidirectional = c.attention == AttentionKind::kBidirectional;
   AttentionParams attn_params;
   attn_params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  attn_params.mask = bidirectional ? AttentionMask::kNone : AttentionMask::kCausal;
+  attn_params.mask = bidirectional                                ? AttentionMask::kNone
+                     : c.attention == AttentionKind::kBlockCausal ? AttentionMask::kBlockCausal
+                                                                  : AttentionMask::kCausal;
+  attn_params.block_length = c.block_length;
   const int64_t h = c.num_heads, hkv = c.num_kv_heads;
 
   UNMASK_RETURN_IF_ERROR(GetRows(token_embd_, ids, Rows(ws.hidden, 0, total)));
@@ -379,6 +409,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
         RmsNorm(Rows(ws.hidden, 0, total), attn_norm, c.rms_eps, Rows(ws.normed, 0, total)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wk, Rows(ws.k, 0, total)));
     AddBias(ws.k.as<float>(), total, L.bk);
+    UNMASK_RETURN_IF_ERROR(HeadNorm(ws.k, total, hkv, L.k_norm, c.rms_eps));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
     AddBias(ws.v.as<float>(), total, L.bv);
     UNMASK_RETURN_IF_ERROR(
@@ -406,6 +437,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     if (n > 0) {
       UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.wq, Rows(ws.q, 0, n)));
       AddBias(ws.q.as<float>(), n, L.bq);
+      UNMASK_RETURN_IF_ERROR(HeadNorm(ws.q, n, h, L.q_norm, c.rms_eps));
       UNMASK_RETURN_IF_ERROR(ApplyRope(Heads(ws.q, 0, n, h), q_positions, ws.rope, c.rope_layout));
     }
     for (size_t s = 0; s < plan.sequences.size(); ++s) {

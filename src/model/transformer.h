@@ -1,8 +1,9 @@
-// The llama-family transformer shared by "llada" (bidirectional), "llama" (causal) and "dream"
-// (bidirectional, Qwen2 layout): pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN,
-// final RMSNorm and an output projection (tied to the token embedding when output.weight is
-// absent). Biases: q/k/v projection biases and output.bias are used when the file has them
-// (Dream); llama/llada files have none.
+// The llama-family transformer shared by "llada" (bidirectional), "llama", "qwen2", "qwen3"
+// (causal), "dream" (bidirectional, Qwen2 layout) and "sdar" (block-causal, Qwen3 layout):
+// pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN, final RMSNorm and an output
+// projection (tied to the token embedding when output.weight is absent). Biases: q/k/v projection
+// biases and output.bias are used when the file has them (Dream, Qwen2); per-head q/k RMSNorm
+// before RoPE when the file has attn_q_norm/attn_k_norm (Qwen3, SDAR; required for them).
 // LLaDA: NVlabs/Fast-dLLM llada/model/modeling_llada.py; GGUF naming: llama.cpp
 // src/models/llada.cpp.
 #ifndef UNMASK_MODEL_TRANSFORMER_H_
@@ -26,9 +27,13 @@ struct TransformerLayer {
   LinearWeight wk;               // [kv_heads * head_dim, hidden]
   LinearWeight wv;               // [kv_heads * head_dim, hidden]
   // Projection biases (Dream/Qwen2: blk.N.attn_{q,k,v}.bias); empty when the file has none.
-  std::vector<float> bq;        // [heads * head_dim]
-  std::vector<float> bk;        // [kv_heads * head_dim]
-  std::vector<float> bv;        // [kv_heads * head_dim]
+  std::vector<float> bq;  // [heads * head_dim]
+  std::vector<float> bk;  // [kv_heads * head_dim]
+  std::vector<float> bv;  // [kv_heads * head_dim]
+  // Per-head RMSNorm of queries and keys before RoPE (Qwen3/SDAR: blk.N.attn_{q,k}_norm.weight);
+  // empty when the file has none.
+  std::vector<float> q_norm;    // [head_dim]
+  std::vector<float> k_norm;    // [head_dim]
   LinearWeight wo;              // [hidden, heads * head_dim]
   std::vector<float> ffn_norm;  // [hidden]
   LinearWeight gate_up;         // [2 * ffn, hidden]: ffn_gate rows then ffn_up rows

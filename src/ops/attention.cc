@@ -44,13 +44,20 @@ Status Attention(const TensorView& q, const TensorView& k, const TensorView& v,
     return InvalidArgumentError("Attention: no keys (" + Describe("k", k) + ") for " +
                                 std::to_string(t) + " queries");
   }
-  if (params.mask != AttentionMask::kNone && params.mask != AttentionMask::kCausal) {
+  if (params.mask != AttentionMask::kNone && params.mask != AttentionMask::kCausal &&
+      params.mask != AttentionMask::kBlockCausal) {
     return InvalidArgumentError("Attention: unknown AttentionMask value " +
                                 std::to_string(static_cast<int>(params.mask)));
   }
-  if (params.mask == AttentionMask::kCausal && params.q_pos0 < 0) {
+  if (params.mask != AttentionMask::kNone && params.q_pos0 < 0) {
     return InvalidArgumentError("Attention: q_pos0 must be >= 0 for causal attention, got " +
                                 std::to_string(params.q_pos0));
+  }
+  if (params.mask == AttentionMask::kBlockCausal && params.block_length < 1) {
+    return InvalidArgumentError(
+        "Attention: block_length must be >= 1 for block-causal attention, "
+        "got " +
+        std::to_string(params.block_length));
   }
   if (!std::isfinite(params.scale)) {
     return InvalidArgumentError("Attention: scale must be finite, got " +

@@ -17,13 +17,34 @@ namespace unmask {
 enum class AttentionMask {
   kNone,    // bidirectional: every query sees every key (LLaDA, Dream)
   kCausal,  // query i (absolute position q_pos0 + i) sees keys at positions <= its own
+  // Block-causal (block diffusion: SDAR, Fast-dLLM v2; ALGORITHMS.md §5.1): blocks of
+  // block_length positions aligned to absolute position 0; query i (absolute position
+  // p = q_pos0 + i) sees keys at positions < (p / block_length + 1) * block_length, i.e. every key
+  // of its own block and of earlier blocks. Key j is at position j.
+  kBlockCausal,
 };
 
 struct AttentionParams {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
   AttentionMask mask = AttentionMask::kNone;
-  int64_t q_pos0 = 0;  // causal only: absolute position of query 0; key j is at position j
+  int64_t q_pos0 = 0;        // causal, block-causal: absolute position of query 0; key j is at j
+  int64_t block_length = 0;  // block-causal only: >= 1
 };
+
+// Keys [0, result) visible to the query at absolute position `pos` among `num_keys` keys.
+inline int64_t VisibleKeyCount(const AttentionParams& p, int64_t pos, int64_t num_keys) {
+  switch (p.mask) {
+    case AttentionMask::kCausal:
+      return pos + 1 < num_keys ? pos + 1 : num_keys;
+    case AttentionMask::kBlockCausal: {
+      const int64_t end = (pos / p.block_length + 1) * p.block_length;
+      return end < num_keys ? end : num_keys;
+    }
+    case AttentionMask::kNone:
+      break;
+  }
+  return num_keys;
+}
 
 // q: [T, num_heads, head_dim], k/v: [S, num_kv_heads, head_dim], out: [T, num_heads, head_dim];
 // all f32; num_heads % num_kv_heads == 0. out must not alias q, k or v.

@@ -27,14 +27,13 @@ struct Problem {
   float* out;
   int64_t t, s, num_heads, num_kv_heads, head_dim;
   float scale;
-  bool causal;
-  int64_t q_pos0;
+  AttentionParams params;
 
   int64_t group() const { return num_heads / num_kv_heads; }
   int64_t q_stride() const { return num_heads * head_dim; }
   int64_t kv_stride() const { return num_kv_heads * head_dim; }
   // Keys visible to query `i`: [0, VisibleKeys(i)).
-  int64_t VisibleKeys(int64_t i) const { return causal ? std::min(s, q_pos0 + i + 1) : s; }
+  int64_t VisibleKeys(int64_t i) const { return VisibleKeyCount(params, params.q_pos0 + i, s); }
 };
 
 std::vector<float>& ThreadScratch() {
@@ -93,18 +92,7 @@ void BlockDirect(const Problem& p, int64_t h, int64_t t0, int64_t t1) {
 void AttentionF32(const float* q, const float* k, const float* v, int64_t t, int64_t s,
                   int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
                   const AttentionParams& params, float* out) {
-  const Problem p{q,
-                  k,
-                  v,
-                  out,
-                  t,
-                  s,
-                  num_heads,
-                  num_kv_heads,
-                  head_dim,
-                  params.scale,
-                  params.mask == AttentionMask::kCausal,
-                  params.q_pos0};
+  const Problem p{q, k, v, out, t, s, num_heads, num_kv_heads, head_dim, params.scale, params};
   // Decode-like calls (at most kDirectMaxQueries queries: one AR token, or a speculative
   // verification) always take the direct loops, which compute each query on its own: a query's
   // output then does not depend on how many queries share the call, so verifying drafts in one

@@ -33,13 +33,18 @@ struct AttnCase {
   int64_t t, s, heads, kv_heads, d;
   AttentionMask mask;
   int64_t q_pos0;
+  int64_t block_length = 0;  // kBlockCausal
 };
 
 std::string CaseName(const AttnCase& c) {
   return "t=" + std::to_string(c.t) + " s=" + std::to_string(c.s) +
          " h=" + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
          " d=" + std::to_string(c.d) +
-         (c.mask == AttentionMask::kCausal ? " causal q_pos0=" + std::to_string(c.q_pos0) : "");
+         (c.mask == AttentionMask::kCausal ? " causal q_pos0=" + std::to_string(c.q_pos0) : "") +
+         (c.mask == AttentionMask::kBlockCausal
+              ? " block-causal q_pos0=" + std::to_string(c.q_pos0) +
+                    " block=" + std::to_string(c.block_length)
+              : "");
 }
 
 void CheckCase(const AttnCase& c, uint64_t seed) {
@@ -53,6 +58,7 @@ void CheckCase(const AttnCase& c, uint64_t seed) {
   params.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
   params.mask = c.mask;
   params.q_pos0 = c.q_pos0;
+  params.block_length = c.block_length;
   std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN()), want(q.size());
   const Status st = Attention(testing::View(q, Shape{c.t, c.heads, c.d}),
                               testing::View(k, Shape{c.s, c.kv_heads, c.d}),
@@ -111,6 +117,34 @@ TEST_P(AttentionTest, MatchesReference) {
   CheckCase({1, 300, 8, 2, 64, AttentionMask::kCausal, 299}, 900);
   CheckCase({2, 100, 4, 4, 128, AttentionMask::kNone, 0}, 901);
   CheckCase({4, 10, 4, 1, 32, AttentionMask::kCausal, 20}, 902);
+  // Block-causal (SDAR prefill and block steps): blocks aligned to absolute position 0, queries
+  // starting mid-block, the direct loops and the Sgemm path, a block longer than the keys.
+  for (int64_t block : {1, 4, 8, 32}) {
+    for (int64_t q_pos0 : {0, 4, 6}) {
+      CheckCase({3, 16 + q_pos0, 4, 2, 16, AttentionMask::kBlockCausal, q_pos0, block}, seed += 3);
+      CheckCase({40, 48 + q_pos0, 4, 2, 64, AttentionMask::kBlockCausal, q_pos0, block}, seed += 3);
+      CheckCase({160, 168 + q_pos0, 4, 2, 64, AttentionMask::kBlockCausal, q_pos0, block},
+                seed += 3);
+    }
+  }
+}
+
+TEST_P(AttentionTest, BlockCausalEqualsCausalAtBlockOneAndNoneWithinOneBlock) {
+  // block_length 1 is causal; one block covering every key is bidirectional: bit-identical.
+  const int64_t t = 24, s = 24, h = 4, kv = 2, d = 32;
+  const auto q = testing::RandomFloats(static_cast<size_t>(t * h * d), 71);
+  const auto k = testing::RandomFloats(static_cast<size_t>(s * kv * d), 72);
+  const auto v = testing::RandomFloats(static_cast<size_t>(s * kv * d), 73);
+  auto run = [&](AttentionMask mask, int64_t block) {
+    std::vector<float> out(q.size());
+    AttentionParams p{0.2f, mask, 0, block};
+    EXPECT_TRUE(Attention(testing::View(q, Shape{t, h, d}), testing::View(k, Shape{s, kv, d}),
+                          testing::View(v, Shape{s, kv, d}), p, testing::View(out, Shape{t, h, d}))
+                    .ok());
+    return out;
+  };
+  EXPECT_EQ(run(AttentionMask::kBlockCausal, 1), run(AttentionMask::kCausal, 0));
+  EXPECT_EQ(run(AttentionMask::kBlockCausal, 32), run(AttentionMask::kNone, 0));
 }
 
 TEST_P(AttentionTest, CausalFirstQueryCopiesFirstValue) {
@@ -163,6 +197,9 @@ TEST(AttentionErrorsTest, InvalidArguments) {
                  "no keys");
   expect_invalid(
       Attention(TensorView{q.data(), DType::kF16, Shape{4, 4, 8}}, kv, vv, ok_params, ov), "f32");
+  expect_invalid(
+      Attention(qv, kv, vv, AttentionParams{0.3f, AttentionMask::kBlockCausal, 0, 0}, ov),
+      "block_length");
   expect_invalid(Attention(qv, kv, vv, AttentionParams{0.3f, AttentionMask::kCausal, -1}, ov),
                  "q_pos0");
   expect_invalid(Attention(qv, kv, vv, AttentionParams{0.3f, static_cast<AttentionMask>(7), 0}, ov),

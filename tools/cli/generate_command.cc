@@ -101,7 +101,7 @@ int GenerateCommand::Run() const {
   // Flags of the other kind of model would be silently ignored: the factory refuses the decoding
   // ones (MakeDecoder below); these act on the CLI's own output.
   {
-    const bool is_diffusion = m.config().is_diffusion();
+    const bool is_diffusion = m.config().needs_mask_token();  // full-canvas or block diffusion
     const std::string what = path + " (" + m.config().architecture + ") is " +
                              (is_diffusion ? "a diffusion" : "an autoregressive") + " model";
     for (const char* name : {"--stop", "--ignore-eos"}) {
@@ -157,7 +157,7 @@ int GenerateCommand::Run() const {
     // A mask token in a text prompt (e.g. its text pasted into a chat message) would be denoised
     // as part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
     for (int32_t id : ids) {
-      if (m.config().is_diffusion() && id == tok.special().mask) {
+      if (m.config().needs_mask_token() && id == tok.special().mask) {
         return FailWith(
             kWho, InvalidArgumentError(
                       "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
@@ -167,7 +167,7 @@ int GenerateCommand::Run() const {
   }
   const double tokenize_ms = MsSince(tok_start);
   const GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms};
-  if (!m.config().is_diffusion()) return RunArGeneration(*this, run, options);
+  if (!m.config().needs_mask_token()) return RunArGeneration(*this, run, options);
   return RunDiffusionGeneration(*this, run, options);
 }
 

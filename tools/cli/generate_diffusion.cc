@@ -1,5 +1,6 @@
 // `unmask generate` with a diffusion model: the LLaDA block decoder (every cache mode and commit
-// rule), or, for Dream models, Dream's reference sampler (--alg, --eps, --alg-temp, and --steps,
+// rule), SDAR's decoding for block-diffusion models (decode/decoder_block_diffusion.h), or, for
+// Dream models, Dream's reference sampler (--alg, --eps, --alg-temp, and --steps,
 // --gen-length, --temperature, --seed, --top-p, --top-k) unless a block-decoder flag
 // (--block-length, --cache, --commit, ...) selects the block decoder with shifted logits. Which
 // one runs, and every parameter check, is the decoder factory's (decode/decoder_factory.h).
@@ -43,6 +44,22 @@ std::string RenderCanvas(const Decoder& dec, const Tokenizer& tok, int32_t previ
 
 // The JSON "params" of the decoder that ran.
 nlohmann::json ParamsJson(const BuiltDecoder& b, const ModelConfig& c, bool used_chat) {
+  if (b.kind == DecoderKind::kBlockDiffusion) {
+    const BlockParams& p = b.block;
+    return {{"decoder", "block_diffusion"},
+            {"gen_length", p.gen_length},
+            {"block_length", p.block_length},
+            {"denoising_steps", p.denoising_steps},
+            {"remasking", std::string(BlockRemaskingName(p.remasking))},
+            {"confidence_threshold", p.confidence_threshold},
+            {"eb_threshold", p.eb_threshold},
+            {"temperature", p.temperature},
+            {"top_k", p.top_k},
+            {"top_p", p.top_p},
+            {"seed", p.seed},
+            {"stop_ids", p.stop_ids},
+            {"chat", used_chat}};
+  }
   if (b.kind == DecoderKind::kDream) {
     const DreamParams& p = b.dream;
     return {{"decoder", "dream"},
@@ -93,7 +110,10 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   auto built = run.engine.MakeDecoder(run.index, run.ids, options);
   if (!built.ok()) return FailWith(kWho, built.status());
   const int64_t gen_length = static_cast<int64_t>(built->decoder->generated().size());
-  const int64_t blocks = built->kind == DecoderKind::kDiffusion ? built->diffusion.num_blocks() : 1;
+  const int64_t blocks = built->kind == DecoderKind::kDiffusion ? built->diffusion.num_blocks()
+                         : built->kind == DecoderKind::kBlockDiffusion
+                             ? built->block.num_blocks(static_cast<int64_t>(run.ids.size()))
+                             : 1;
   const int64_t steps =
       built->kind == DecoderKind::kDiffusion ? built->diffusion.steps : built->dream.steps;
 

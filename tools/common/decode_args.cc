@@ -23,6 +23,8 @@ StatusOr<DecodeOptions> DecodeOptionsFromFlags(const CLI::App& app, const Diffus
   o.dream.eps = dream.eps;
   o.dream.alg_temp = dream.alg_temp;
   o.lookup_ngram_max = ar.lookup_ngram_max;
+  o.block = diffusion.block;
+  o.remasking = diffusion.remasking;
   o.refuse_unused = true;
   o.round_canvas = false;  // -n is gen_length: a multiple of --block-length (LLaDA's generate)
   o.given = GivenFlags(app);

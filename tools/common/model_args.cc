@@ -161,9 +161,25 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
   }
   AddBlockLengthFlag(app, &params.block_length);
   app.add_option("--remasking", remasking,
-                 "which masked positions are committed each step: low_confidence (highest "
-                 "probability first) or random")
-      ->check(CLI::IsMember({"low_confidence", "random"}))
+                 "which masked positions are committed each step. LLaDA/Dream block decoder: "
+                 "low_confidence (highest probability first; default) or random. Block-diffusion "
+                 "models (SDAR), by SDAR's names: sequential, low_confidence_static, "
+                 "low_confidence_dynamic (default; all above --threshold, at least the step's "
+                 "quota), entropy_bounded (lowest-entropy positions while their sum stays below "
+                 "--eb-threshold)")
+      ->check(CLI::IsMember({"low_confidence", "random", "sequential", "low_confidence_static",
+                             "low_confidence_dynamic", "entropy_bounded"}));
+  if (request_flags) {
+    app.add_option("--denoising-steps", block.denoising_steps,
+                   "block-diffusion models (SDAR): denoising steps per block, each committing "
+                   "block_length / steps tokens (the remainder to the first steps) "
+                   "[default: block_length, one token per step; --steps means the same here]")
+        ->check(IntegerIn(1, kMaxLength));
+  }
+  app.add_option("--eb-threshold", block.eb_threshold,
+                 "block-diffusion models, --remasking entropy_bounded: commit the lowest-entropy "
+                 "masked positions while their summed entropy (nats) stays below this")
+      ->check(FiniteAtLeast(1e-9))
       ->capture_default_str();
   if (request_flags) {
     app.add_option("--temperature", params.temperature,
@@ -219,7 +235,8 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
       ->group(group);
   app.add_option("--threshold", params.threshold,
                  "confidence threshold tau in (0, 1] (threshold, hierarchy, "
-                 "credit); Fast-dLLM's default 0.9")
+                 "credit); Fast-dLLM's default 0.9. Block-diffusion models: "
+                 "low_confidence_dynamic's confidence_threshold (SDAR's default 0.85)")
       ->check(CLI::Range(1e-9, 1.0))
       ->capture_default_str()
       ->group(group);
@@ -258,9 +275,10 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
 
 StatusOr<DiffusionParams> DiffusionArgs::Resolve() const {
   DiffusionParams p = params;
-  const auto r = RemaskingFromName(remasking);
-  if (!r) return InvalidArgumentError("unknown --remasking '" + remasking + "'");
-  p.remasking = *r;
+  if (!remasking.empty() && !RemaskingFromName(remasking) && !BlockRemaskingFromName(remasking)) {
+    return InvalidArgumentError("unknown --remasking '" + remasking + "'");
+  }
+  if (const auto r = RemaskingFromName(remasking)) p.remasking = *r;
   const auto c = CacheModeFromName(cache);
   if (!c) return InvalidArgumentError("unknown --cache '" + cache + "'");
   p.cache = *c;

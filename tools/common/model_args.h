@@ -63,7 +63,9 @@ struct ModelArgs {
 // LLaDA decoding flags (names of the reference `generate`: steps, gen_length, block_length, ...).
 struct DiffusionArgs {
   DiffusionParams params;
-  std::string remasking = "low_confidence";
+  BlockParams block;  // --denoising-steps, --eb-threshold (block-diffusion models)
+  // LLaDA's names, or SDAR's for block-diffusion models ("" = the decoder's default).
+  std::string remasking;
   std::string cache = "none";
   std::string commit;  // "" = fixed, or implied by --threshold / --factor / --low-threshold
   CLI::Option* steps_option = nullptr;
@@ -71,7 +73,8 @@ struct DiffusionArgs {
   // request_flags: also -n, --steps, --temperature and --seed (serve takes the decoder flags only:
   // its requests carry the rest).
   void AddTo(CLI::App& app, bool request_flags = true);
-  // params with the remasking, cache and commit names resolved and, without --steps, steps = 0
+  // params with the cache and commit names (and a LLaDA remasking name) resolved and, without
+  // --steps, steps = 0
   // (the factory's default). Which rule --threshold / --factor / --low-threshold imply without
   // --commit, and which flags a rule does not use, is settled by the decoder factory
   // (decode/decoder_factory.h) from the flags given. InvalidArgument for an unknown name.

@@ -12,8 +12,7 @@ void Attention(const float* q, const float* k, const float* v, int64_t t, int64_
   const int64_t group = num_heads / num_kv_heads;
   std::vector<double> p(static_cast<size_t>(s));
   for (int64_t i = 0; i < t; ++i) {
-    const int64_t visible =
-        params.mask == AttentionMask::kCausal ? std::min<int64_t>(s, params.q_pos0 + i + 1) : s;
+    const int64_t visible = VisibleKeyCount(params, params.q_pos0 + i, s);
     for (int64_t h = 0; h < num_heads; ++h) {
       const int64_t kv_h = h / group;
       const float* qi = q + (i * num_heads + h) * head_dim;

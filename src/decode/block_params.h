@@ -1,0 +1,62 @@
+// Parameters of block-diffusion generation, named after SDAR's reference `block_diffusion_generate`
+// (JetAstra/SDAR generate.py; ALGORITHMS.md §5.2, MODELS.md §4).
+#ifndef UNMASK_DECODE_BLOCK_PARAMS_H_
+#define UNMASK_DECODE_BLOCK_PARAMS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace unmask {
+
+// SDAR's remasking_strategy: which masked positions of the block a denoising step commits.
+enum class BlockRemasking {
+  kSequential,            // "sequential": the quota of leftmost masked positions
+  kLowConfidenceStatic,   // "low_confidence_static": the quota of most confident positions
+  kLowConfidenceDynamic,  // "low_confidence_dynamic": all with confidence > threshold when at
+                          // least the quota are, else the quota of most confident
+  kEntropyBounded,        // "entropy_bounded": lowest-entropy prefix with sum < eb_threshold
+};
+std::string_view BlockRemaskingName(BlockRemasking r);
+std::optional<BlockRemasking> BlockRemaskingFromName(std::string_view name);
+// "sequential, low_confidence_static, low_confidence_dynamic, entropy_bounded", for messages.
+std::string_view BlockRemaskingNames();
+
+struct BlockParams {
+  int64_t gen_length = 128;     // tokens asked for after the prompt (the canvas ends at the end
+                                // of the block holding prompt + gen_length)
+  int64_t block_length = 4;     // SDAR's default; the model's diffusion.block_length
+  int64_t denoising_steps = 4;  // per block (SDAR's denoising_steps, default 4)
+  double temperature = 0.0;     // 0: argmax (see decoder_block_diffusion.h); > 0: sampling
+  int64_t top_k = 0;            // 0: off
+  double top_p = 1.0;           // 1: off
+  BlockRemasking remasking = BlockRemasking::kLowConfidenceDynamic;
+  double confidence_threshold = 0.85;  // low_confidence_dynamic (generate.py default)
+  double eb_threshold = 0.35;          // entropy_bounded (generate.py default)
+  uint64_t seed = 0;                   // temperature > 0
+  // SDAR's stopping_criteria_idx: generation ends after the first block whose commit puts one of
+  // these ids into the generated part (the model's EOS/EOT by default, from the factory).
+  std::vector<int32_t> stop_ids;
+
+  int64_t num_blocks(int64_t prompt_length) const {
+    return (prompt_length + gen_length + block_length - 1) / block_length;
+  }
+};
+
+// InvalidArgument naming the parameter: gen_length < 1, block_length < 1, denoising_steps < 1 or
+// > block_length (a step with quota 0 would commit nothing: SDAR's schedule gives 0 to the steps
+// past block_length), temperature < 0 or not finite, top_k < 0, top_p outside (0, 1],
+// confidence_threshold outside [0, 1], eb_threshold <= 0 or not finite; an empty prompt;
+// OutOfRange when the canvas (whole blocks) exceeds the context length.
+Status ValidateBlockParams(const BlockParams& p, int64_t prompt_length, int64_t context_length);
+
+// SDAR get_num_transfer_tokens(block_length, steps): block_length / steps per step, the remainder
+// one each to the first steps. [steps]
+std::vector<int64_t> BlockTransferSchedule(int64_t block_length, int64_t steps);
+
+}  // namespace unmask
+
+#endif  // UNMASK_DECODE_BLOCK_PARAMS_H_

@@ -1,0 +1,292 @@
+#include "decode/decoder_block_diffusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "sampling/token_choice.h"
+#include "sampling/top_k.h"
+
+namespace unmask {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Sampled {
+  int32_t token = 0;
+  double confidence = 0;
+  double entropy = 0;
+};
+
+// Entropy of softmax(l) for finite-or--inf l, in nats.
+double Entropy(const std::vector<double>& l) {
+  const double max = *std::max_element(l.begin(), l.end());
+  double sum = 0;
+  for (double x : l) sum += std::exp(x - max);
+  const double log_sum = std::log(sum);
+  double h = 0;
+  for (double x : l) {
+    if (x == -kInf) continue;
+    const double logp = x - max - log_sum;
+    h -= std::exp(logp) * logp;
+  }
+  return h;
+}
+
+// SDAR sample_with_temperature_topk_topp for one row (see the header), in float64.
+Sampled SampleRow(std::span<const float> logits, const BlockParams& p, const CounterRng& rng,
+                  uint32_t step, uint32_t position, bool want_entropy, std::vector<double>& l,
+                  std::vector<int32_t>& order) {
+  const size_t n = logits.size();
+  l.assign(logits.begin(), logits.end());
+  Sampled s;
+  if (p.temperature == 0) {
+    s.token = ArgMax(logits);
+    s.confidence = SoftmaxProbability(logits, s.token, {});
+    if (want_entropy) s.entropy = Entropy(l);
+    return s;
+  }
+  for (double& x : l) x /= p.temperature;
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
+    std::vector<double> sorted(l);
+    std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
+                     std::greater<double>());
+    const double kth = sorted[static_cast<size_t>(p.top_k - 1)];
+    for (double& x : l) {
+      if (x < kth) x = -kInf;
+    }
+  }
+  if (p.top_p < 1.0) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+    const double max = l[static_cast<size_t>(order[0])];
+    double total = 0;
+    for (double x : l) total += std::exp(x - max);
+    // Entry i is removed when the cumulative probability of the entries before it exceeds top_p.
+    double cum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t v = static_cast<size_t>(order[i]);
+      const bool remove = i > 0 && cum > p.top_p;
+      cum += std::exp(l[v] - max) / total;
+      if (remove) l[v] = -kInf;
+    }
+  }
+  const double max = *std::max_element(l.begin(), l.end());
+  double total = 0;
+  for (double x : l) total += std::exp(x - max);
+  const double u = rng.Uniform(RngStream::kSampling, step, position, 0);
+  double cum = 0;
+  s.token = -1;
+  int32_t last = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (l[v] == -kInf) continue;
+    last = static_cast<int32_t>(v);
+    cum += std::exp(l[v] - max) / total;
+    if (u < cum) {
+      s.token = static_cast<int32_t>(v);
+      break;
+    }
+  }
+  if (s.token < 0) s.token = last;  // rounding: u above the last cumulative sum
+  s.confidence = std::exp(l[static_cast<size_t>(s.token)] - max) / total;
+  if (want_entropy) s.entropy = Entropy(l);
+  return s;
+}
+
+}  // namespace
+
+StatusOr<BlockDiffusionDecoder> BlockDiffusionDecoder::Create(const BlockParams& params,
+                                                              int32_t mask_id,
+                                                              std::span<const int32_t> prompt,
+                                                              int64_t context_length,
+                                                              int64_t vocab_size, int32_t kv_seq) {
+  const int64_t lp = static_cast<int64_t>(prompt.size());
+  UNMASK_RETURN_IF_ERROR(ValidateBlockParams(params, lp, context_length));
+  if (mask_id < 0 || mask_id >= vocab_size) {
+    return InvalidArgumentError("mask token id " + std::to_string(mask_id) +
+                                " is outside the vocabulary [0, " + std::to_string(vocab_size) +
+                                ")");
+  }
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
+      return InvalidArgumentError("prompt token " + std::to_string(prompt[i]) + " at index " +
+                                  std::to_string(i) + " is outside the vocabulary");
+    }
+  }
+  BlockDiffusionDecoder d;
+  d.params_ = params;
+  d.schedule_ = BlockTransferSchedule(params.block_length, params.denoising_steps);
+  d.mask_id_ = mask_id;
+  d.vocab_size_ = vocab_size;
+  d.prompt_length_ = lp;
+  d.num_blocks_ = params.num_blocks(lp);
+  d.canvas_.assign(static_cast<size_t>(d.num_blocks_ * params.block_length), mask_id);
+  std::copy(prompt.begin(), prompt.end(), d.canvas_.begin());
+  d.kv_seq_ = kv_seq;
+  d.rng_ = CounterRng(params.seed);
+  d.block_ = lp / params.block_length;  // the first block with masks
+  d.phase_ = d.block_ > 0 ? Phase::kPrefill : Phase::kDenoise;
+  return d;
+}
+
+std::span<const int32_t> BlockDiffusionDecoder::generated() const {
+  return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_));
+}
+
+int64_t BlockDiffusionDecoder::MaskedInBlock() const {
+  const auto b = canvas_.begin() + BlockStart();
+  return std::count(b, b + params_.block_length, mask_id_);
+}
+
+StatusOr<const BatchPlan*> BlockDiffusionDecoder::Plan() {
+  if (Done()) return FailedPreconditionError("BlockDiffusionDecoder::Plan after Done()");
+  const int64_t b = params_.block_length;
+  plan_rows_.clear();
+  SequenceInput seq;
+  seq.kv_seq = kv_seq_;
+  if (phase_ == Phase::kPrefill) {
+    seq.tokens = std::span<const int32_t>(canvas_).first(static_cast<size_t>(block_ * b));
+    seq.pos0 = 0;
+  } else {
+    seq.tokens = std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(BlockStart()),
+                                                           static_cast<size_t>(b));
+    seq.pos0 = static_cast<int32_t>(BlockStart());
+    if (phase_ == Phase::kDenoise) {
+      const int64_t quota =
+          block_step_ < params_.denoising_steps ? schedule_[static_cast<size_t>(block_step_)] : 1;
+      // Unmasked rows are needed only when the quota can reach them (the edge case).
+      const bool all_rows = quota > MaskedInBlock() &&
+                            params_.remasking != BlockRemasking::kSequential &&
+                            params_.remasking != BlockRemasking::kEntropyBounded;
+      for (int64_t j = 0; j < b; ++j) {
+        if (all_rows || seq.tokens[static_cast<size_t>(j)] == mask_id_) {
+          plan_rows_.push_back(static_cast<int32_t>(j));
+        }
+      }
+    }
+  }
+  seq.logit_rows = plan_rows_;
+  plan_.sequences.assign(1, seq);
+  planned_ = true;
+  return &plan_;
+}
+
+void BlockDiffusionDecoder::Advance() {
+  const int64_t end = BlockStart() + params_.block_length;
+  const auto gen_begin = canvas_.begin() + prompt_length_;
+  for (int32_t id : params_.stop_ids) {
+    if (std::find(gen_begin, canvas_.begin() + end, id) != canvas_.begin() + end) {
+      finish_ = DecodeFinish::kEos;
+      return;
+    }
+  }
+  ++block_;
+  block_step_ = 0;
+  if (block_ >= num_blocks_) {
+    finish_ = DecodeFinish::kLength;
+    return;
+  }
+  phase_ = MaskedInBlock() > 0 ? Phase::kDenoise : Phase::kStore;
+}
+
+Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step) {
+  if (Done()) return FailedPreconditionError("BlockDiffusionDecoder::Update after Done()");
+  if (!planned_) return FailedPreconditionError("BlockDiffusionDecoder::Update without Plan()");
+  const int64_t rows = static_cast<int64_t>(plan_rows_.size());
+  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
+      logits.shape[1] != vocab_size_) {
+    return InvalidArgumentError("logits must be f32 [" + std::to_string(rows) + ", " +
+                                std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
+  }
+  planned_ = false;
+  DecodeStep local;
+  DecodeStep& out = step != nullptr ? *step : local;
+  out.Reset();
+  out.step = nfe_;
+  out.block = block_;
+  const uint32_t rng_step = static_cast<uint32_t>(nfe_);
+  ++nfe_;
+  if (phase_ == Phase::kPrefill) {
+    phase_ = MaskedInBlock() > 0 ? Phase::kDenoise : Phase::kStore;
+    return Status::Ok();
+  }
+  if (phase_ == Phase::kStore) {
+    Advance();
+    return Status::Ok();
+  }
+
+  const int64_t b = params_.block_length, start = BlockStart();
+  int32_t* x = canvas_.data() + start;
+  std::vector<double> conf(static_cast<size_t>(b), -kInf), entropy(static_cast<size_t>(b), kInf);
+  std::vector<int32_t> x0(static_cast<size_t>(b), -1);
+  std::vector<double> scratch;
+  std::vector<int32_t> order;
+  const bool want_entropy = params_.remasking == BlockRemasking::kEntropyBounded;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t j = plan_rows_[static_cast<size_t>(r)];
+    const std::span<const float> row(logits.as<float>() + r * vocab_size_,
+                                     static_cast<size_t>(vocab_size_));
+    const Sampled s = SampleRow(row, params_, rng_, rng_step, static_cast<uint32_t>(start + j),
+                                want_entropy, scratch, order);
+    x0[static_cast<size_t>(j)] = s.token;
+    if (x[j] == mask_id_) {
+      conf[static_cast<size_t>(j)] = s.confidence;
+      entropy[static_cast<size_t>(j)] = s.entropy;
+    }
+  }
+  const int64_t masked = MaskedInBlock();
+  const int64_t quota =
+      block_step_ < params_.denoising_steps ? schedule_[static_cast<size_t>(block_step_)] : 1;
+  std::vector<int32_t> chosen;
+  switch (params_.remasking) {
+    case BlockRemasking::kSequential: {
+      int64_t first = 0;
+      while (x[first] != mask_id_) ++first;
+      for (int64_t j = first; j < std::min(b, first + quota); ++j) {
+        chosen.push_back(static_cast<int32_t>(j));
+      }
+      break;
+    }
+    case BlockRemasking::kLowConfidenceStatic:
+      chosen = SelectTopK(conf, quota);
+      break;
+    case BlockRemasking::kLowConfidenceDynamic: {
+      for (int64_t j = 0; j < b; ++j) {
+        if (conf[static_cast<size_t>(j)] > params_.confidence_threshold) {
+          chosen.push_back(static_cast<int32_t>(j));
+        }
+      }
+      if (static_cast<int64_t>(chosen.size()) < quota) chosen = SelectTopK(conf, quota);
+      break;
+    }
+    case BlockRemasking::kEntropyBounded: {
+      std::vector<int32_t> by_entropy(static_cast<size_t>(b));
+      std::iota(by_entropy.begin(), by_entropy.end(), 0);
+      std::stable_sort(by_entropy.begin(), by_entropy.end(), [&](int32_t a, int32_t c) {
+        return entropy[static_cast<size_t>(a)] < entropy[static_cast<size_t>(c)];
+      });
+      int64_t k = 0;
+      double cum = 0;
+      for (int32_t j : by_entropy) {
+        cum += entropy[static_cast<size_t>(j)];
+        if (!(cum < params_.eb_threshold)) break;
+        ++k;
+      }
+      k = std::clamp<int64_t>(k, 1, masked);
+      chosen.assign(by_entropy.begin(), by_entropy.begin() + k);
+      break;
+    }
+  }
+  for (int32_t j : chosen) {
+    x[j] = x0[static_cast<size_t>(j)];
+    out.committed_positions.push_back(static_cast<int32_t>(start + j));
+  }
+  ++block_step_;
+  if (MaskedInBlock() == 0) phase_ = Phase::kStore;
+  return Status::Ok();
+}
+
+}  // namespace unmask

@@ -1,0 +1,119 @@
+// SDAR's block-diffusion decoding (JetAstra/SDAR generate.py `block_diffusion_generate`;
+// ALGORITHMS.md §5.1-5.2), exact for one request, on a block-causal model with a KV cache:
+//   canvas = prompt + masks up to num_blocks * B positions (num_blocks = ceil((Lp + G) / B));
+//   prefill: one forward of the floor(Lp / B) * B prompt positions that fill whole blocks, writing
+//     their K/V (no logits);
+//   each later block (the first one holds the prompt's tail): while it has masks, one forward of
+//     its B positions against the cache (denoising step s, quota n_s = BlockTransferSchedule(B,
+//     denoising_steps)[s]), sample every position's x0 and confidence, choose positions by the
+//     remasking strategy and write x0 there; once it has none, one forward of the clean block
+//     writes its K/V (SDAR's store_kv=True pass); then, when the generated part holds a stop id,
+//     generation ends.
+// Sampling per position (SDAR sample_with_temperature_topk_topp, in float64): T > 0: logits / T,
+//   top-k (entries below the k-th largest -> -inf), top-p (sorted descending, ties lower id first;
+//   entries whose cumulative probability before them exceeds top_p -> -inf), softmax, token drawn
+//   by inverse CDF with u = rng.Uniform(kSampling, nfe, position, 0) (nfe: forwards before this
+//   one), confidence = its probability. T = 0 (the reference divides by zero; MODELS.md §4): token
+//   = argmax (lowest id on ties), confidence = softmax(logits)[token].
+// Strategies (confidences of unmasked positions are -inf; TIE RULE: equal values -> lower position
+// first, -inf included):
+//   sequential: the n_s positions from the first masked one (within the block);
+//   low_confidence_static: the n_s most confident;
+//   low_confidence_dynamic: all with confidence > threshold if at least n_s are, else the n_s most
+//     confident;
+//   entropy_bounded: entropies H_p = -sum_v p_v log p_v of the masked positions' distributions
+//     (the sampling distribution; softmax(logits) at T = 0), ascending; k = number of prefix sums <
+//     eb_threshold, clamped to [1, #masked]; the first k. DELIBERATE DEVIATION: the reference's
+//     branch reuses an uninitialised transfer_index and takes the "entropy" of the sampled token's
+//     probability alone (MODELS.md §4); this is the rule it evidently means.
+// REPRODUCED EDGE CASE: when n_s exceeds the masked positions left (a prompt-sharing first block,
+// or after a dynamic step committed more than its quota), the top-n_s picks unmasked positions
+// too (lower positions first among them), which are overwritten with their sampled x0 - prompt
+// tokens included, as in the reference. Those steps ask for logits of every block position; other
+// steps only of the masked ones.
+// A block keeps denoising until it has no masks (every strategy commits at least one masked
+// position per step while n_s >= 1); denoising_steps <= block_length is required, so the
+// reference's steps + 1 iterations always suffice for the first three strategies.
+#ifndef UNMASK_DECODE_DECODER_BLOCK_DIFFUSION_H_
+#define UNMASK_DECODE_DECODER_BLOCK_DIFFUSION_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "decode/block_params.h"
+#include "decode/decoder.h"
+#include "model/model.h"
+
+namespace unmask {
+
+class BlockDiffusionDecoder final : public Decoder {
+ public:
+  // Errors: those of ValidateBlockParams; InvalidArgument for a mask id outside [0, vocab_size) or
+  // a prompt id outside the vocabulary.
+  static StatusOr<BlockDiffusionDecoder> Create(const BlockParams& params, int32_t mask_id,
+                                                std::span<const int32_t> prompt,
+                                                int64_t context_length, int64_t vocab_size,
+                                                int32_t kv_seq = 0);
+
+  DecoderKind kind() const override { return DecoderKind::kBlockDiffusion; }
+  bool Done() const override { return finish_ != DecodeFinish::kNone; }
+  DecodeFinish finish() const override { return finish_; }
+  void Stop() override {
+    if (finish_ == DecodeFinish::kNone) finish_ = DecodeFinish::kStopped;
+  }
+  bool needs_kv_cache() const override { return true; }
+  int32_t kv_seq() const override { return kv_seq_; }
+  void set_kv_seq(int32_t seq) override { kv_seq_ = seq; }
+  // The forward this step needs (see the file comment); valid until the next Update.
+  // Errors: FailedPrecondition after Done().
+  StatusOr<const BatchPlan*> Plan() override;
+  // Consumes logits [Plan()->num_logit_rows(), vocab]. `step` gets block, step (forwards so far),
+  // committed_positions (absolute canvas positions written, in the strategy's order).
+  // Errors: InvalidArgument for logits of the wrong shape; FailedPrecondition without a Plan()
+  // for this step or after Done().
+  Status Update(const TensorView& logits, DecodeStep* step) override;
+
+  const BlockParams& params() const { return params_; }
+  int32_t mask_id() const override { return mask_id_; }
+  int64_t prompt_length() const override { return prompt_length_; }
+  std::span<const int32_t> canvas() const { return canvas_; }
+  // [num_blocks * B - prompt_length]: everything after the prompt, mask id where still masked.
+  std::span<const int32_t> generated() const override;
+  int64_t nfe() const override { return nfe_; }
+  int64_t step_positions() const override { return params_.block_length; }
+  int64_t current_block() const { return block_; }
+
+ private:
+  enum class Phase { kPrefill, kDenoise, kStore };
+  BlockDiffusionDecoder() = default;
+  int64_t BlockStart() const { return block_ * params_.block_length; }
+  int64_t MaskedInBlock() const;
+  void Advance();  // after a store forward: next block or done
+
+  BlockParams params_;
+  std::vector<int64_t> schedule_;
+  int32_t mask_id_ = 0;
+  int64_t vocab_size_ = 0;
+  int64_t prompt_length_ = 0;
+  int64_t num_blocks_ = 0;
+  std::vector<int32_t> canvas_;
+  int32_t kv_seq_ = 0;
+  CounterRng rng_{0};
+
+  Phase phase_ = Phase::kPrefill;
+  int64_t block_ = 0;       // the block being decoded
+  int64_t block_step_ = 0;  // denoising steps done in it
+  int64_t nfe_ = 0;
+  DecodeFinish finish_ = DecodeFinish::kNone;
+  bool planned_ = false;
+  BatchPlan plan_;
+  std::vector<int32_t> plan_rows_;  // logit rows of the pending plan (block offsets)
+};
+
+}  // namespace unmask
+
+#endif  // UNMASK_DECODE_DECODER_BLOCK_DIFFUSION_H_

@@ -1,0 +1,348 @@
+#include "model/hf_import.h"
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "format/hf_checkpoint.h"
+#include "model/hf_vocab_keys.h"
+
+namespace unmask {
+namespace {
+
+using nlohmann::json;
+
+struct HfArch {
+  std::string_view hf;    // config.json architectures[0]
+  std::string_view gguf;  // general.architecture
+  bool permute_qk;        // HF rotate-half rows -> llama.cpp's interleaved RoPE rows
+  bool head_dim_key;      // writes attention.key_length / value_length (Qwen3 layout)
+};
+constexpr HfArch kHfArchs[] = {
+    {"LlamaForCausalLM", "llama", true, false},  {"MistralForCausalLM", "llama", true, false},
+    {"Qwen2ForCausalLM", "qwen2", false, false}, {"Qwen3ForCausalLM", "qwen3", false, true},
+    {"DreamModel", "dream", false, false},       {"SDARForCausalLM", "sdar", false, true},
+};
+
+// What the view owns besides the shards' mappings: rewritten tensors.
+struct Owned {
+  std::unique_ptr<format::HfCheckpoint> checkpoint;
+  std::vector<std::vector<uint8_t>> buffers;
+};
+
+class ConfigReader {
+ public:
+  ConfigReader(const json& config, std::string path) : c_(config), path_(std::move(path)) {}
+
+  bool Has(const char* key) const { return c_.contains(key) && !c_[key].is_null(); }
+  Status Missing(const char* key) const {
+    return NotFoundError(path_ + ": " + key + " is missing");
+  }
+  Status Bad(const char* key, const std::string& want) const {
+    return InvalidArgumentError(path_ + ": " + key + " must be " + want + ", got " +
+                                c_[key].dump());
+  }
+  StatusOr<int64_t> Int(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
+    if (!Has(key)) {
+      if (fallback) return *fallback;
+      return Missing(key);
+    }
+    const json& v = c_[key];
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (int64_t{1} << 24)) {
+      return Bad(key, "a positive integer");
+    }
+    return v.get<int64_t>();
+  }
+  StatusOr<double> Float(const char* key, std::optional<double> fallback = std::nullopt) const {
+    if (!Has(key)) {
+      if (fallback) return *fallback;
+      return Missing(key);
+    }
+    const json& v = c_[key];
+    if (!v.is_number() || !(v.get<double>() > 0)) return Bad(key, "a positive number");
+    return v.get<double>();
+  }
+  StatusOr<bool> Bool(const char* key, bool fallback) const {
+    if (!Has(key)) return fallback;
+    if (!c_[key].is_boolean()) return Bad(key, "true or false");
+    return c_[key].get<bool>();
+  }
+  StatusOr<std::string> String(const char* key) const {
+    if (!Has(key)) return Missing(key);
+    if (!c_[key].is_string()) return Bad(key, "a string");
+    return c_[key].get<std::string>();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  const json& c_;
+  std::string path_;
+};
+
+StatusOr<const HfArch*> FindArch(const json& config, const std::string& path) {
+  if (!config.contains("architectures")) return NotFoundError(path + ": architectures is missing");
+  const json& a = config["architectures"];
+  if (!a.is_array() || a.empty() || !a[0].is_string()) {
+    return InvalidArgumentError(path + ": architectures must be a list of names, got " + a.dump());
+  }
+  const std::string name = a[0].get<std::string>();
+  for (const HfArch& h : kHfArchs) {
+    if (h.hf == name) return &h;
+  }
+  std::string known;
+  for (const HfArch& h : kHfArchs) known += (known.empty() ? "" : ", ") + std::string(h.hf);
+  return UnimplementedError(path + ": architectures[0] '" + name +
+                            "' is not supported (supported: " + known + ")");
+}
+
+// The settings unmask does not run, each refused by name.
+Status RefuseUnsupported(const json& config, const std::string& path) {
+  if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) {
+    return UnimplementedError(path + ": rope_scaling " + config["rope_scaling"].dump() +
+                              " is not supported (only plain RoPE)");
+  }
+  if (config.contains("hidden_act") &&
+      !(config["hidden_act"].is_string() && config["hidden_act"] == "silu")) {
+    return UnimplementedError(path + ": hidden_act " + config["hidden_act"].dump() +
+                              " is not supported (only silu: SwiGLU)");
+  }
+  if (config.value("mlp_bias", false) == true) {
+    return UnimplementedError(path + ": mlp_bias true is not supported");
+  }
+  if (config.value("use_sliding_window", false) == true) {
+    return UnimplementedError(path + ": use_sliding_window true is not supported");
+  }
+  return Status::Ok();
+}
+
+StatusOr<gguf::GgmlType> GgmlTypeOf(const safetensors::TensorInfo& t, const std::string& where) {
+  if (t.dtype == DType::kF32) return gguf::GgmlType::kF32;
+  if (t.dtype == DType::kF16) return gguf::GgmlType::kF16;
+  if (t.dtype == DType::kBF16) return gguf::GgmlType::kBF16;
+  return UnimplementedError(where + ": tensor '" + t.name + "' has dtype " + t.dtype_name +
+                            " (supported: F32, F16, BF16)");
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// llama.cpp convert_hf_to_gguf.py LlamaModel.permute: within each of `heads` groups of rows, row
+// (j * half + i) moves to (2 * i + j), j in {0, 1}: rotate-half pairs become adjacent.
+std::vector<uint8_t> PermuteRows(const uint8_t* src, int64_t rows, int64_t row_bytes,
+                                 int64_t heads) {
+  std::vector<uint8_t> out(static_cast<size_t>(rows * row_bytes));
+  const int64_t per_head = rows / heads, half = per_head / 2;
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t j = 0; j < 2; ++j) {
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t from = h * per_head + j * half + i, to = h * per_head + 2 * i + j;
+        std::memcpy(out.data() + to * row_bytes, src + from * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      }
+    }
+  }
+  return out;
+}
+
+struct Dims {
+  int64_t vocab, hidden, layers, heads, kv_heads, head_dim, ffn;
+};
+
+class TensorMapper {
+ public:
+  TensorMapper(const format::HfCheckpoint& ck, Owned* owned, const HfArch& arch, const Dims& d)
+      : ck_(ck), owned_(owned), arch_(arch), d_(d) {}
+
+  // Maps HF `name` (shape `shape`, row-major) to GGUF `gguf_name`. Optional tensors that are
+  // absent are skipped; `permute_heads` > 0 permutes rows for llama's RoPE.
+  Status Map(const std::string& name, const std::string& gguf_name, std::vector<int64_t> shape,
+             bool optional = false, int64_t permute_heads = 0) {
+    const safetensors::TensorInfo* t = ck_.Find(name);
+    if (t == nullptr) {
+      if (optional) return Status::Ok();
+      return NotFoundError(ck_.dir() + ": tensor '" + name +
+                           "' is missing (config.json: " + std::to_string(d_.layers) +
+                           " layers, architecture " + std::string(arch_.hf) + ")");
+    }
+    used_.insert(name);
+    const std::string shard = ck_.ShardOf(name);
+    if (t->shape != shape) {
+      return InvalidArgumentError(shard + ": tensor '" + name + "' has shape " +
+                                  ShapeText(t->shape) + ", config.json implies " +
+                                  ShapeText(shape));
+    }
+    UNMASK_ASSIGN_OR_RETURN(const gguf::GgmlType type, GgmlTypeOf(*t, shard));
+    const int64_t elem = type == gguf::GgmlType::kF32 ? 4 : 2;
+    const uint8_t* data = t->data;
+    if (permute_heads > 0) {
+      const int64_t row_bytes = (shape.size() == 2 ? shape[1] : 1) * elem;
+      owned_->buffers.push_back(PermuteRows(data, shape[0], row_bytes, permute_heads));
+      data = owned_->buffers.back().data();
+    } else if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(elem) != 0) {
+      // The format does not promise alignment (MODELS.md §1.1): copy what is misaligned.
+      owned_->buffers.emplace_back(data, data + t->num_bytes());
+      data = owned_->buffers.back().data();
+    }
+    gguf::TensorInfo info;
+    info.name = gguf_name;
+    info.dims.assign(shape.rbegin(), shape.rend());
+    info.type = type;
+    info.num_bytes = t->num_bytes();
+    info.data = data;
+    tensors_.push_back(std::move(info));
+    return Status::Ok();
+  }
+  void Ignore(const std::string& name) { used_.insert(name); }
+
+  // Every tensor of the folder must have been mapped or ignored.
+  Status CheckNoExtras() const {
+    for (const safetensors::TensorInfo* t : ck_.tensors()) {
+      if (used_.count(t->name) != 0) continue;
+      if (t->name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old transformers
+      return InvalidArgumentError(ck_.ShardOf(t->name) + ": unexpected tensor '" + t->name +
+                                  "' (not part of the " + std::string(arch_.hf) + " layout)");
+    }
+    return Status::Ok();
+  }
+  std::vector<gguf::TensorInfo> Take() { return std::move(tensors_); }
+
+ private:
+  const format::HfCheckpoint& ck_;
+  Owned* owned_;
+  const HfArch& arch_;
+  Dims d_;
+  std::set<std::string> used_;
+  std::vector<gguf::TensorInfo> tensors_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& dir) {
+  auto owned = std::make_shared<Owned>();
+  UNMASK_ASSIGN_OR_RETURN(owned->checkpoint, format::HfCheckpoint::Open(dir));
+  const format::HfCheckpoint& ck = *owned->checkpoint;
+  const std::string cpath = ck.config_path();
+  const ConfigReader cfg(ck.config(), cpath);
+  UNMASK_ASSIGN_OR_RETURN(const HfArch* arch, FindArch(ck.config(), cpath));
+  UNMASK_RETURN_IF_ERROR(RefuseUnsupported(ck.config(), cpath));
+
+  Dims d{};
+  UNMASK_ASSIGN_OR_RETURN(d.vocab, cfg.Int("vocab_size"));
+  UNMASK_ASSIGN_OR_RETURN(d.hidden, cfg.Int("hidden_size"));
+  UNMASK_ASSIGN_OR_RETURN(d.layers, cfg.Int("num_hidden_layers"));
+  UNMASK_ASSIGN_OR_RETURN(d.heads, cfg.Int("num_attention_heads"));
+  UNMASK_ASSIGN_OR_RETURN(d.kv_heads, cfg.Int("num_key_value_heads", d.heads));
+  UNMASK_ASSIGN_OR_RETURN(d.ffn, cfg.Int("intermediate_size"));
+  if (d.layers > 4096) return cfg.Bad("num_hidden_layers", "at most 4096");
+  if (d.heads % d.kv_heads != 0) {
+    return InvalidArgumentError(cpath + ": num_key_value_heads (" + std::to_string(d.kv_heads) +
+                                ") does not divide num_attention_heads (" +
+                                std::to_string(d.heads) + ")");
+  }
+  if (!cfg.Has("head_dim") && d.hidden % d.heads != 0) {
+    return InvalidArgumentError(cpath + ": num_attention_heads (" + std::to_string(d.heads) +
+                                ") does not divide hidden_size (" + std::to_string(d.hidden) +
+                                ") and there is no head_dim");
+  }
+  UNMASK_ASSIGN_OR_RETURN(d.head_dim, cfg.Int("head_dim", d.hidden / d.heads));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t context, cfg.Int("max_position_embeddings"));
+  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.Float("rms_norm_eps"));
+  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.Float("rope_theta", 10000.0));
+  UNMASK_ASSIGN_OR_RETURN(bool tied, cfg.Bool("tie_word_embeddings", false));
+  if (!tied && ck.Find("lm_head.weight") == nullptr) {
+    return InvalidArgumentError(cpath +
+                                ": tie_word_embeddings is false but the checkpoint has no "
+                                "lm_head.weight");
+  }
+
+  const std::string arch_name(arch->gguf);
+  const std::string p = arch_name + ".";
+  std::vector<gguf::MetadataEntry> md;
+  auto set = [&md](std::string key, gguf::Value v) {
+    md.push_back({std::move(key), std::move(v)});
+  };
+  set("general.architecture", gguf::Value::String(arch_name));
+  std::string name = ck.dir();
+  if (const size_t slash = name.find_last_of('/'); slash != std::string::npos) {
+    name = name.substr(slash + 1);
+  }
+  set("general.name", gguf::Value::String(name));
+  auto u32 = [](int64_t v) { return gguf::Value::U32(static_cast<uint32_t>(v)); };
+  set(p + "context_length", u32(context));
+  set(p + "embedding_length", u32(d.hidden));
+  set(p + "block_count", u32(d.layers));
+  set(p + "feed_forward_length", u32(d.ffn));
+  set(p + "attention.head_count", u32(d.heads));
+  set(p + "attention.head_count_kv", u32(d.kv_heads));
+  set(p + "rope.freq_base", gguf::Value::F32(static_cast<float>(theta)));
+  set(p + "attention.layer_norm_rms_epsilon", gguf::Value::F32(static_cast<float>(eps)));
+  if (arch->head_dim_key || d.head_dim * d.heads != d.hidden) {
+    set(p + "attention.key_length", u32(d.head_dim));
+    set(p + "attention.value_length", u32(d.head_dim));
+  }
+  if (arch_name == "sdar") {
+    UNMASK_ASSIGN_OR_RETURN(const int64_t block, cfg.Int("block_size", 4));
+    set("diffusion.block_length", u32(block));
+  }
+
+  TensorMapper m(ck, owned.get(), *arch, d);
+  const int64_t q = d.heads * d.head_dim, kv = d.kv_heads * d.head_dim;
+  UNMASK_RETURN_IF_ERROR(
+      m.Map("model.embed_tokens.weight", "token_embd.weight", {d.vocab, d.hidden}));
+  for (int64_t l = 0; l < d.layers; ++l) {
+    const std::string h = "model.layers." + std::to_string(l) + ".";
+    const std::string g = "blk." + std::to_string(l) + ".";
+    const int64_t qh = arch->permute_qk ? d.heads : 0, kh = arch->permute_qk ? d.kv_heads : 0;
+    UNMASK_RETURN_IF_ERROR(m.Map(h + "input_layernorm.weight", g + "attn_norm.weight", {d.hidden}));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "self_attn.q_proj.weight", g + "attn_q.weight", {q, d.hidden}, false, qh));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "self_attn.k_proj.weight", g + "attn_k.weight", {kv, d.hidden}, false, kh));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "self_attn.v_proj.weight", g + "attn_v.weight", {kv, d.hidden}));
+    UNMASK_RETURN_IF_ERROR(m.Map(h + "self_attn.q_proj.bias", g + "attn_q.bias", {q}, true, qh));
+    UNMASK_RETURN_IF_ERROR(m.Map(h + "self_attn.k_proj.bias", g + "attn_k.bias", {kv}, true, kh));
+    UNMASK_RETURN_IF_ERROR(m.Map(h + "self_attn.v_proj.bias", g + "attn_v.bias", {kv}, true));
+    const bool qk_norm = arch->head_dim_key;  // Qwen3 layout
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "self_attn.q_norm.weight", g + "attn_q_norm.weight", {d.head_dim}, !qk_norm));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "self_attn.k_norm.weight", g + "attn_k_norm.weight", {d.head_dim}, !qk_norm));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "self_attn.o_proj.weight", g + "attn_output.weight", {d.hidden, q}));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d.hidden}));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "mlp.gate_proj.weight", g + "ffn_gate.weight", {d.ffn, d.hidden}));
+    UNMASK_RETURN_IF_ERROR(m.Map(h + "mlp.up_proj.weight", g + "ffn_up.weight", {d.ffn, d.hidden}));
+    UNMASK_RETURN_IF_ERROR(
+        m.Map(h + "mlp.down_proj.weight", g + "ffn_down.weight", {d.hidden, d.ffn}));
+  }
+  UNMASK_RETURN_IF_ERROR(m.Map("model.norm.weight", "output_norm.weight", {d.hidden}));
+  if (tied) {
+    m.Ignore("lm_head.weight");  // transformers ties it to the embedding
+  } else {
+    UNMASK_RETURN_IF_ERROR(m.Map("lm_head.weight", "output.weight", {d.vocab, d.hidden}));
+  }
+  UNMASK_RETURN_IF_ERROR(m.CheckNoExtras());
+
+  // config.json's mask_token_id (SDAR fine-tunes, Dream) names the mask when the tokenizer files
+  // do not.
+  std::optional<int64_t> mask_id;
+  if (cfg.Has("mask_token_id")) {
+    UNMASK_ASSIGN_OR_RETURN(mask_id, cfg.Int("mask_token_id"));
+    if (*mask_id >= d.vocab) return cfg.Bad("mask_token_id", "below vocab_size");
+  }
+  UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, &md));
+  return gguf::GgufFile::FromParts(ck.dir(), std::move(md), m.Take(), std::move(owned));
+}
+
+}  // namespace unmask

@@ -1,0 +1,31 @@
+// The tokenizer files of a Hugging Face checkpoint folder (tokenizer.json, tokenizer_config.json,
+// generation_config.json, chat_template.jinja; read by tokenizer/tokenizer_hf.h) written as the
+// `tokenizer.ggml.*` GGUF keys llama.cpp's converter writes (gguf-py Keys.Tokenizer), so that
+// Tokenizer::FromGguf reads a folder like a file.
+#ifndef UNMASK_MODEL_HF_VOCAB_KEYS_H_
+#define UNMASK_MODEL_HF_VOCAB_KEYS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "format/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace unmask {
+
+// Appends the keys of `vocab` (tokens, token types, merges, scores, special ids, add_* flags, the
+// chat template) to `md`.
+void AppendVocabKeys(const Vocab& vocab, std::vector<gguf::MetadataEntry>* md);
+
+// Reads the tokenizer of folder `dir` and appends its keys; `mask_id` (config.json mask_token_id)
+// overrides the tokenizer's mask token. Errors: those of ReadHfTokenizer (naming the file and
+// field); NotFound when the folder has no tokenizer.json.
+Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,
+                         std::vector<gguf::MetadataEntry>* md);
+
+}  // namespace unmask
+
+#endif  // UNMASK_MODEL_HF_VOCAB_KEYS_H_
