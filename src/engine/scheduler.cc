@@ -55,7 +55,7 @@ StatusOr<size_t> Scheduler::AddModel(const EngineModel& m) {
   }
   auto ms = std::make_unique<ModelState>();
   ms->m = m;
-  ms->diffusion = m.model->config().is_diffusion();
+  ms->diffusion = m.model->config().needs_mask_token();  // full-canvas or block diffusion
   UNMASK_ASSIGN_OR_RETURN(ms->kv, m.model->MakeKvCache(options_.max_batch));
   ms->slot_used.assign(static_cast<size_t>(options_.max_batch), 0);
   // Cost model: forwards of 1 and P positions (best of a few), without a cache.

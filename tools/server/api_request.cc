@@ -225,6 +225,8 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                                                "steps",
                                                "block_length",
                                                "remasking",
+                                               "denoising_steps",
+                                               "eb_threshold",
                                                "cache",
                                                "commit",
                                                "threshold",
@@ -326,6 +328,8 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   r.steps = steps;
   r.block_length = block_length;
   if (auto e = ReadString(j, "remasking", &r.remasking)) return e;
+  if (auto e = ReadInt(j, "denoising_steps", 1, kMaxLen, &r.denoising_steps)) return e;
+  if (auto e = ReadNumber(j, "eb_threshold", 1e-9, 1e6, &r.eb_threshold)) return e;
   if (auto e = ReadString(j, "cache", &r.cache)) return e;
   if (auto e = ReadString(j, "commit", &r.commit)) return e;
   if (auto e = ReadNumber(j, "threshold", 1e-9, 1, &r.threshold)) return e;

@@ -188,6 +188,8 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.steps.has_value(), "steps");
   add(r.block_length.has_value(), "block_length");
   add(r.remasking.has_value(), "remasking");
+  add(r.denoising_steps.has_value(), "denoising_steps");
+  add(r.eb_threshold.has_value(), "eb_threshold");
   add(r.cache.has_value(), "cache");
   add(r.commit.has_value(), "commit");
   add(r.threshold.has_value(), "threshold");
@@ -230,7 +232,7 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
                          "", "prompt");
       }
     }
-    if (c.is_diffusion()) {
+    if (c.needs_mask_token()) {
       for (int32_t id : r.prompt_ids) {
         if (id == tok.special().mask) {
           return MakeError(400,
@@ -295,7 +297,7 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
                          : "the prompt is empty (no tokens with " + m.id + "'s vocabulary)",
                      "", r.chat ? "messages" : "prompt");
   }
-  if (c.is_diffusion()) {
+  if (c.needs_mask_token()) {
     for (int32_t id : *ids) {
       if (id == tok.special().mask) {
         return MakeError(400,
@@ -337,10 +339,17 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
       r.block_length.value_or(std::min(options_.diffusion.block_length, r.max_tokens));
   dp.steps = r.steps.value_or(0);  // 0: the factory's default
   if (r.remasking) {
-    auto v = RemaskingFromName(*r.remasking);
-    if (!v) return MakeError(400, "'remasking' must be low_confidence or random", "", "remasking");
-    dp.remasking = *v;
+    // LLaDA's names, or SDAR's for block-diffusion models: the factory refuses the other family's.
+    if (!RemaskingFromName(*r.remasking) && !BlockRemaskingFromName(*r.remasking)) {
+      return MakeError(400,
+                       "'remasking' must be low_confidence or random (block-diffusion models: " +
+                           std::string(BlockRemaskingNames()) + ")",
+                       "", "remasking");
+    }
+    g->remasking = *r.remasking;
   }
+  if (r.denoising_steps) g->block.denoising_steps = *r.denoising_steps;
+  if (r.eb_threshold) g->block.eb_threshold = *r.eb_threshold;
   if (r.cache) {
     auto v = CacheModeFromName(*r.cache);
     if (!v) return MakeError(400, "'cache' must be none, prefix, dual or vicinity", "", "cache");
@@ -482,7 +491,7 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   auto x = std::make_shared<Exchange>();
   x->stream = *stream;
   x->head = {idbuf, UnixSeconds(), m->id, chat};
-  x->engine = m->diffusion() ? "diffusion" : "ar";
+  x->engine = m->engine_name();
   x->stream_mode = r.stream;
   x->include_usage = r.include_usage;
   x->tokenizer = m->loaded->tokenizer.get();

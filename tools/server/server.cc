@@ -107,7 +107,7 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     m->loaded = &engine_->model(m->index);
     metrics_.Set(
         "model_info",
-        {m->id, m->diffusion() ? "diffusion" : "ar", m->loaded->model->config().architecture,
+        {m->id, m->engine_name(), m->loaded->model->config().architecture,
          std::string(ComputeTypeName(m->loaded->model->compute()))},
         1);
     models.push_back(std::move(m));
@@ -239,7 +239,7 @@ void Server::HandleModels(httplib::Response& res) {
                     {"owned_by", "unmask"},
                     {"max_model_len", c.context_length},
                     {"x_unmask",
-                     {{"engine", m->diffusion() ? "diffusion" : "ar"},
+                     {{"engine", m->engine_name()},
                       {"architecture", c.architecture},
                       {"max_model_len", c.context_length},
                       {"compute", std::string(ComputeTypeName(m->loaded->model->compute()))},

@@ -50,7 +50,13 @@ struct ServedModel {
   std::string path;
   const LoadedModel* loaded = nullptr;  // owned by the engine
   size_t index = 0;                     // engine (and scheduler) model index
-  bool diffusion() const { return loaded->model->config().is_diffusion(); }
+  // Any diffusion kind (full-canvas or block): decoded by denoising masks.
+  bool diffusion() const { return loaded->model->config().needs_mask_token(); }
+  // "ar" | "diffusion" | "block_diffusion" (x_unmask.engine, /v1/models, metrics labels).
+  const char* engine_name() const {
+    const ModelConfig& c = loaded->model->config();
+    return c.is_block_diffusion() ? "block_diffusion" : c.is_diffusion() ? "diffusion" : "ar";
+  }
 };
 
 class Server {
