@@ -6,7 +6,6 @@
 #include <numeric>
 #include <string>
 
-#include "sampling/token_choice.h"
 #include "sampling/top_k.h"
 
 namespace unmask {
@@ -20,17 +19,14 @@ struct Sampled {
   double entropy = 0;
 };
 
-// Entropy of softmax(l) for finite-or--inf l, in nats.
-double Entropy(const std::vector<double>& l) {
-  const double max = *std::max_element(l.begin(), l.end());
-  double sum = 0;
-  for (double x : l) sum += std::exp(x - max);
-  const double log_sum = std::log(sum);
+// SDAR's entropy of a distribution: -sum_v max(p_v, 1e-12) log max(p_v, 1e-12) over every id
+// (the clamp_min(eps) of generate.py's entropy_bounded branch), for p = softmax(l).
+double Entropy(const std::vector<double>& l, double max, double total) {
+  constexpr double kEps = 1e-12;
   double h = 0;
   for (double x : l) {
-    if (x == -kInf) continue;
-    const double logp = x - max - log_sum;
-    h -= std::exp(logp) * logp;
+    const double p = std::max(std::exp(x - max) / total, kEps);
+    h -= p * std::log(p);
   }
   return h;
 }
@@ -41,14 +37,9 @@ Sampled SampleRow(std::span<const float> logits, const BlockParams& p, const Cou
                   std::vector<int32_t>& order) {
   const size_t n = logits.size();
   l.assign(logits.begin(), logits.end());
-  Sampled s;
-  if (p.temperature == 0) {
-    s.token = ArgMax(logits);
-    s.confidence = SoftmaxProbability(logits, s.token, {});
-    if (want_entropy) s.entropy = Entropy(l);
-    return s;
+  if (p.temperature > 0) {
+    for (double& x : l) x /= p.temperature;
   }
-  for (double& x : l) x /= p.temperature;
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
     std::vector<double> sorted(l);
     std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
@@ -65,7 +56,8 @@ Sampled SampleRow(std::span<const float> logits, const BlockParams& p, const Cou
     const double max = l[static_cast<size_t>(order[0])];
     double total = 0;
     for (double x : l) total += std::exp(x - max);
-    // Entry i is removed when the cumulative probability of the entries before it exceeds top_p.
+    // Entry i is removed when the cumulative probability up to and including the entry before it
+    // exceeds top_p (the reference's mask shifted right by one: the first is always kept).
     double cum = 0;
     for (size_t i = 0; i < n; ++i) {
       const size_t v = static_cast<size_t>(order[i]);
@@ -74,25 +66,31 @@ Sampled SampleRow(std::span<const float> logits, const BlockParams& p, const Cou
       if (remove) l[v] = -kInf;
     }
   }
-  const double max = *std::max_element(l.begin(), l.end());
+  size_t best = 0;
+  for (size_t v = 1; v < n; ++v) {
+    if (l[v] > l[best]) best = v;  // the lowest id on ties
+  }
+  const double max = l[best];
   double total = 0;
   for (double x : l) total += std::exp(x - max);
-  const double u = rng.Uniform(RngStream::kSampling, step, position, 0);
-  double cum = 0;
-  s.token = -1;
-  int32_t last = 0;
-  for (size_t v = 0; v < n; ++v) {
-    if (l[v] == -kInf) continue;
-    last = static_cast<int32_t>(v);
-    cum += std::exp(l[v] - max) / total;
-    if (u < cum) {
-      s.token = static_cast<int32_t>(v);
-      break;
+  Sampled s;
+  if (p.temperature == 0) {
+    s.token = static_cast<int32_t>(best);
+  } else {
+    const double u = rng.Uniform(RngStream::kSampling, step, position, 0);
+    double cum = 0;
+    s.token = static_cast<int32_t>(best);  // rounding: u above the last cumulative sum
+    for (size_t v = 0; v < n; ++v) {
+      if (l[v] == -kInf) continue;
+      cum += std::exp(l[v] - max) / total;
+      if (u < cum) {
+        s.token = static_cast<int32_t>(v);
+        break;
+      }
     }
   }
-  if (s.token < 0) s.token = last;  // rounding: u above the last cumulative sum
   s.confidence = std::exp(l[static_cast<size_t>(s.token)] - max) / total;
-  if (want_entropy) s.entropy = Entropy(l);
+  if (want_entropy) s.entropy = Entropy(l, max, total);
   return s;
 }
 

@@ -9,20 +9,21 @@
 //     remasking strategy and write x0 there; once it has none, one forward of the clean block
 //     writes its K/V (SDAR's store_kv=True pass); then, when the generated part holds a stop id,
 //     generation ends.
-// Sampling per position (SDAR sample_with_temperature_topk_topp, in float64): T > 0: logits / T,
-//   top-k (entries below the k-th largest -> -inf), top-p (sorted descending, ties lower id first;
-//   entries whose cumulative probability before them exceeds top_p -> -inf), softmax, token drawn
-//   by inverse CDF with u = rng.Uniform(kSampling, nfe, position, 0) (nfe: forwards before this
-//   one), confidence = its probability. T = 0 (the reference divides by zero; MODELS.md §4): token
-//   = argmax (lowest id on ties), confidence = softmax(logits)[token].
+// Sampling per position (SDAR sample_with_temperature_topk_topp, in float64): l = logits / T
+//   (T > 0; T = 0: the logits as they are), top-k (entries below the k-th largest -> -inf; ties
+//   at the k-th kept), top-p (sorted descending, ties lower id first; an entry is removed when the
+//   cumulative probability before it exceeds top_p; the first is always kept), probs = softmax(l).
+//   T > 0: token drawn by inverse CDF in id order with u = rng.Uniform(kSampling, nfe, position,
+//   0) (nfe: forwards before this one); T = 0 (the reference divides by zero; MODELS.md §4):
+//   token = argmax l (lowest id on ties). Confidence = probs[token]. Entropy (entropy_bounded) =
+//   -sum_v max(p_v, 1e-12) log max(p_v, 1e-12) (the reference's clamp_min(1e-12)).
 // Strategies (confidences of unmasked positions are -inf; TIE RULE: equal values -> lower position
 // first, -inf included):
 //   sequential: the n_s positions from the first masked one (within the block);
 //   low_confidence_static: the n_s most confident;
 //   low_confidence_dynamic: all with confidence > threshold if at least n_s are, else the n_s most
 //     confident;
-//   entropy_bounded: entropies H_p = -sum_v p_v log p_v of the masked positions' distributions
-//     (the sampling distribution; softmax(logits) at T = 0), ascending; k = number of prefix sums <
+//   entropy_bounded: the entropies of the masked positions' distributions, ascending; k = number of prefix sums <
 //     eb_threshold, clamped to [1, #masked]; the first k. DELIBERATE DEVIATION: the reference's
 //     branch reuses an uninitialised transfer_index and takes the "entropy" of the sampled token's
 //     probability alone (MODELS.md §4); this is the rule it evidently means.
