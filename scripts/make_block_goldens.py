@@ -2,7 +2,8 @@
 """(Re)create the golden files of the block-diffusion and HF-checkpoint tests from the tiny
 checkpoints in tests/data/hf/ (scripts/make_hf_checkpoints.py):
 
-  tests/data/golden/block/<case>.json         SDAR generations (reference/sdar_generate.py)
+  tests/data/golden/block/<case>.json         SDAR generations (reference/sdar_generate.py) and
+                                              Fast-dLLM v2 ones (reference/fastdllm_v2_generate.py)
   tests/data/golden/hf_ar/<case>.json         greedy AR generations (reference/hf_ar_generate.py)
   tests/data/golden/hf_forward/<ckpt>.json    logits of selected positions, block-causal full
                                               recompute == cached procedure (causal for AR)
@@ -33,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "reference"))
 sys.path.insert(0, HERE)
 
+import fastdllm_v2_generate as fd  # noqa: E402
 import hf_ar_generate as ar  # noqa: E402
 import make_goldens as mg  # noqa: E402
 import make_hf_checkpoints as mh  # noqa: E402
@@ -45,6 +47,11 @@ MAX_ATTEMPTS = 60
 MIN_DISTINCT = 4           # distinct generated ids (masks aside): no trivially constant output
 STOPS = [mh.IM_END, mh.ENDOFTEXT]          # generation_config.json eos_token_id of every checkpoint
 A, B = "sdar-tiny-f32", "sdar-tiny-bf16-sharded"
+F = "fastdllm-v2-tiny"
+# batch_sample pads with tokenizer.pad_token_id: <|endoftext|> in Qwen2.5 tokenizers (UNVERIFIED for
+# the Fast-dLLM v2 files; their config.json says pad_token_id = eos = <|im_end|>). Distinct from the
+# stop token, so the padding shows in the goldens.
+FAST_PAD = mh.ENDOFTEXT
 
 # Forward tolerance for the C++ side: |got - ref| <= atol + rtol * |ref| (see TOLERANCE_NOTE).
 FWD_ATOL = 1e-3
@@ -148,6 +155,38 @@ AR_CASES: list[ArCase] = [
 ]
 
 
+@dataclass
+class FastCase:
+    name: str
+    prompt_length: int
+    params: fd.FastDllmV2Params
+    note: str = ""
+    chat: bool = False
+    require: tuple = ()            # "stop", "multi"
+
+
+def _f(**kw) -> fd.FastDllmV2Params:
+    base = dict(max_new_tokens=16, block_size=8, small_block_size=4, threshold=0.9,
+                stop_token=mh.IM_END, pad_token_id=FAST_PAD)
+    base.update(kw)
+    return fd.FastDllmV2Params(**base)
+
+
+FAST_CASES: list[FastCase] = [
+    FastCase("f_lp5_sb4_th09", 5, _f(), "prompt inside the first block (no prefill); defaults"),
+    FastCase("f_lp11_sb4_th05", 11, _f(threshold=0.5, max_new_tokens=24),
+             "prefill 8, 3 prompt ids in the first block", require=("multi",)),
+    FastCase("f_lp16_ar_step", 16, _f(threshold=0.5),
+             "prompt a multiple of the block: prefill 16 + AR step"),
+    FastCase("f_lp13_sb8_th03_chat", 13, _f(small_block_size=8, threshold=0.3),
+             "one sub-block per block", chat=True, require=("multi",)),
+    FastCase("f_lp6_sb2_th1", 6, _f(small_block_size=2, threshold=1.0),
+             "threshold 1: exactly one token per step"),
+    FastCase("f_lp9_stop", 9, _f(threshold=0.5, max_new_tokens=40),
+             "a committed stop ends generation; later positions padded", require=("stop",)),
+]
+
+
 def make_prompt(name: str, attempt: int, length: int, chat: bool) -> list[int]:
     rng = np.random.default_rng([zlib.crc32(name.encode()), attempt])
     t = [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, length)]
@@ -247,19 +286,63 @@ def run_ar_case(case: ArCase, models, models32) -> tuple[dict, dict]:
     raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
 
 
+def run_fast_case(case: FastCase, models, models32) -> tuple[dict, dict]:
+    m, m32 = models[F], models32[F]
+    rejected = []
+    p = case.params
+    for attempt in range(MAX_ATTEMPTS):
+        prompt = make_prompt(case.name, attempt, case.prompt_length, case.chat)
+        r = fd.generate(m, prompt, p, mh.MASK)
+        why = None
+        generated = set(r.output_ids) - {mh.MASK, p.pad_token_id}
+        if r.min_decision_margin < MIN_MARGIN:
+            why = f"margin {r.min_decision_margin:.2e}"
+        elif mh.MASK in r.output_ids:
+            why = "committed the mask id"
+        elif len(generated) < MIN_DISTINCT:
+            why = "output nearly constant"
+        elif "stop" in case.require and not (r.finished and
+                                             r.first_stop_index < len(r.output_ids) - 1):
+            why = "no early stop"
+        elif "stop" not in case.require and r.finished:
+            why = "stopped"
+        elif "multi" in case.require and not any(len(t[2]) > 1 for t in r.trace):
+            why = "no step committed more than one token"
+        if why is None:
+            r32 = fd.generate(m32, prompt, p, mh.MASK)
+            if (r32.output_ids, r32.trace) != (r.output_ids, r.trace):
+                why = "float32 forward gives other tokens"
+        if why is not None:
+            rejected.append(f"attempt {attempt}: {why}")
+            continue
+        golden = {
+            "case": case.name, "algorithm": "fastdllm_v2_batch_sample", "checkpoint": F,
+            "prompt_ids": prompt, "mask_id": mh.MASK, "max_new_tokens": p.max_new_tokens,
+            "block_size": p.block_size, "small_block_size": p.small_block_size,
+            "threshold": p.threshold, "temperature": p.temperature, "top_p": p.top_p,
+            "stop_token": p.stop_token, "pad_token_id": p.pad_token_id,
+            "prefill_length": len(prompt) // p.block_size * p.block_size,
+            "output_ids": r.output_ids, "nfe": r.nfe, "first_stop_index": r.first_stop_index,
+            "finished": r.finished, "trace": r.trace, "ar_tokens": r.ar_tokens,
+            "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
+        }
+        return golden, {"attempt": attempt, "rejected": rejected}
+    raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
+
+
 def _rows(a: np.ndarray) -> list:
     return [[float(f"{v:.9g}") for v in row] for row in a]
 
 
 def forward_golden(name: str, m: HFModel, m32: HFModel) -> dict:
-    """Block checkpoints (block_size B from config.json): 10 prompt ids + masks to the end of the
-    block holding the prompt's tail, block-causal; prefill floor(10 / B) * B. AR checkpoints: 12
-    ids, causal, prefill 8. Rows of the full forward, checked against the cached procedure (the
+    """Block checkpoints (block_size / bd_size B from config.json): 10 prompt ids + masks to the
+    end of the block holding the prompt's tail, block-causal; prefill floor(10 / B) * B. AR
+    checkpoints: 12 ids, causal, prefill 8. Rows of the full forward, checked against the cached procedure (the
     prefill's own rows, then the rest against the cache without storing)."""
     c = m.cfg.raw
     rng = np.random.default_rng([zlib.crc32(name.encode()), 7])
-    if "block_size" in c:
-        bl, mask, lp = int(c["block_size"]), "block", 10
+    if "block_size" in c or "bd_size" in c:
+        bl, mask, lp = int(c.get("block_size", c.get("bd_size"))), "block", 10
         lo = lp // bl * bl
         ids = [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, lp)] + [mh.MASK] * (lo + bl - lp)
         positions = list(range(lo, lo + bl)) if bl <= 4 else [lo, lp - 1, lp, lo + bl - 1]
@@ -299,8 +382,13 @@ def _table_row(case: Case, gold: dict, info: dict) -> str:
             f"{gold['min_decision_margin']:.3g} | {info['attempt']} | {case.note} |")
 
 
-def readme(done, ar_done, fwd) -> str:
+def readme(done, fast_done, ar_done, fwd) -> str:
     rows = "\n".join(_table_row(c, g, i) for c, g, i in done)
+    fast_rows = "\n".join(
+        f"| `{c.name}` | {len(g['prompt_ids'])} | {c.params.max_new_tokens}/{c.params.block_size}/"
+        f"{c.params.small_block_size} | {c.params.threshold:g} | {g['nfe']} | "
+        f"{g['first_stop_index'] if g['first_stop_index'] is not None else ''} | "
+        f"{g['min_decision_margin']:.3g} | {i['attempt']} | {c.note} |" for c, g, i in fast_done)
     ar_rows = "\n".join(
         f"| `{c.name}` | {c.ckpt} | {len(g['prompt_ids'])} | {c.max_new_tokens} | "
         f"{g['first_stop_index'] if g['first_stop_index'] is not None else ''} | "
@@ -313,7 +401,7 @@ def readme(done, ar_done, fwd) -> str:
     fw = "\n".join(f"| `{n}` | {g['mask']} | {g.get('block_length', '')} | "
                    f"{len(g['input_ids'])} | {g['prefill_length']} | {g['positions']} |"
                    for n, g in fwd.items())
-    return f"""# Golden files for the block-diffusion (SDAR) and HF-checkpoint references
+    return f"""# Golden files for the block-diffusion (SDAR, Fast-dLLM v2) and HF-checkpoint references
 
 Made by `scripts/make_block_goldens.py` from the checkpoints of `scripts/make_hf_checkpoints.py`
 (do not edit by hand):
@@ -327,9 +415,10 @@ Made by `scripts/make_block_goldens.py` from the checkpoints of `scripts/make_hf
 
 Generators (numpy, float64): `scripts/reference/hf_read.py` (safetensors folder, shards, BF16),
 `hf_model.py` (Qwen2/Qwen3-layout forward, causal / block-causal masks on absolute positions, KV
-cache), `sdar_generate.py` (JetAstra/SDAR generate.py `block_diffusion_generate`, batch 1) and
-`hf_ar_generate.py` (greedy AR). Their module docstrings are the exact specification (schedule,
-temperature 0, tie rules, the over-commit quirk, the entropy_bounded deviation, margins).
+cache), `sdar_generate.py` (JetAstra/SDAR generate.py `block_diffusion_generate`, batch 1),
+`fastdllm_v2_generate.py` (NVlabs/Fast-dLLM v2 `batch_sample`, batch 1) and `hf_ar_generate.py`
+(greedy AR). Their module docstrings are the exact specification (schedules, temperature 0, tie
+rules, the over-commit quirk, the entropy_bounded and Fast-dLLM prefill deviations, margins).
 
 ## Checkpoints (`tests/data/hf/`)
 
@@ -341,7 +430,7 @@ Vocabulary 1024: text ids 0..999, `<|endoftext|>` 1000, `<|im_start|>` 1001, `<|
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
 {ck}
 
-## `block/<case>.json` (SDAR)
+## `block/{{a,b}}_*.json` (SDAR)
 
 ```
 {{"case", "algorithm": "sdar_block_diffusion", "checkpoint": folder in tests/data/hf/, "prompt_ids",
@@ -364,6 +453,27 @@ their output when the quirk is disabled (top-n restricted to masked slots).
 | case | checkpoint | Lp | G/B/S | strategy | threshold | top_k | NFE | first stop | over-commits | min margin | attempt | note |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
+
+## `block/f_*.json` (Fast-dLLM v2, checkpoint `fastdllm-v2-tiny`)
+
+```
+{{"case", "algorithm": "fastdllm_v2_batch_sample", "checkpoint", "prompt_ids", "mask_id",
+ "max_new_tokens", "block_size" (bd_size), "small_block_size", "threshold", "temperature",
+ "top_p" (unused at T = 0), "stop_token", "pad_token_id", "prefill_length", "output_ids": x[Lp:]
+ (unfinished: through the argmax appended after the last block; finished: positions after the
+ first stop_token are pad_token_id), "nfe", "first_stop_index", "finished", "trace": [[block,
+ sub-block, [positions committed]]] (one entry per forward), "ar_tokens": [[position, id]] (the
+ argmax appended after the prefill of a block-multiple prompt and after every block),
+ "min_decision_margin"}}
+```
+Semantics: `scripts/reference/fastdllm_v2_generate.py` (token shift, threshold + forced argmax,
+prefill when Lp >= block_size, no cache update after the finishing block). Same robustness rule
+as the SDAR cases; cases without the "stop" requirement do not stop; no case has Lp ==
+block_size (where the reference skips the prefill, see the module docstring).
+
+| case | Lp | max new/B/b | threshold | NFE | first stop | min margin | attempt | note |
+|---|---|---|---|---|---|---|---|---|
+{fast_rows}
 
 ## `hf_ar/<case>.json` (greedy AR)
 
@@ -391,6 +501,7 @@ Logits rows (9 significant digits) at `positions` of a forward of `input_ids` at
 reference): the full forward of all input_ids, and the cached one (a forward of the first
 prefill_length ids storing their K/V, which gives the rows before prefill_length, then a forward
 of the rest at their positions against the cache without storing).
+Rows are the model's own outputs, unshifted (Fast-dLLM v2's decoder applies the token shift).
 Pass if |got - ref| <= atol + rtol * |ref| everywhere.
 
 | checkpoint | mask | block | ids | prefill | positions |
@@ -402,8 +513,6 @@ Pass if |got - ref| <= atol + rtol * |ref| everywhere.
 def load_models(root: str):
     models, models32 = {}, {}
     for name in mh.SPECS:
-        if name.startswith("fastdllm"):
-            continue
         folder = os.path.join(root, mh.HF_DIR, name)
         models[name] = HFModel(folder)
         models32[name] = HFModel(folder, np.float32)
@@ -427,6 +536,15 @@ def build_all(root: str, progress: bool = True) -> dict[str, bytes]:
             print(f"  {case.name}: nfe {gold['nfe']} stop {gold['first_stop_index']} overcommit "
                   f"{len(gold['overcommit'])} margin {gold['min_decision_margin']:.3g} (attempt "
                   f"{info['attempt']}{': ' + why if why else ''})", file=sys.stderr)
+    fast_done = []
+    for case in FAST_CASES:
+        gold, info = run_fast_case(case, models, models32)
+        files[f"{mg.GOLDEN_DIR}/block/{case.name}.json"] = mg.render_json(gold).encode()
+        fast_done.append((case, gold, info))
+        if progress:
+            print(f"  {case.name}: nfe {gold['nfe']} stop {gold['first_stop_index']} margin "
+                  f"{gold['min_decision_margin']:.3g} (attempt {info['attempt']})",
+                  file=sys.stderr)
     for case in AR_CASES:
         gold, info = run_ar_case(case, models, models32)
         files[f"{mg.GOLDEN_DIR}/hf_ar/{case.name}.json"] = mg.render_json(gold).encode()
@@ -434,7 +552,7 @@ def build_all(root: str, progress: bool = True) -> dict[str, bytes]:
         if progress:
             print(f"  {case.name}: {gold['output_ids']} margin {gold['min_decision_margin']:.3g} "
                   f"(attempt {info['attempt']})", file=sys.stderr)
-    files[f"{mg.GOLDEN_DIR}/block/README.md"] = readme(done, ar_done, fwd).encode()
+    files[f"{mg.GOLDEN_DIR}/block/README.md"] = readme(done, fast_done, ar_done, fwd).encode()
     return files
 
 

@@ -303,8 +303,8 @@ RNG, float64 LLaDA forward pass, and `generate` following ML-GSAI/LLaDA `generat
 byte-identical files.
 
 Other goldens have their own generators and READMEs: `dream/README.md` (`scripts/make_dream_goldens.py`)
-and `block/README.md` (SDAR block diffusion, greedy AR and forward goldens of the tiny Hugging Face
-checkpoints in `tests/data/hf/`), made by
+and `block/README.md` (SDAR and Fast-dLLM v2 block diffusion, greedy AR and forward goldens of the
+tiny Hugging Face checkpoints in `tests/data/hf/`), made by
 
 ```
 .venv/bin/python scripts/make_hf_checkpoints.py    # tests/data/hf/<checkpoint>/ (weights, configs)

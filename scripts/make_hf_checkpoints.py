@@ -253,6 +253,11 @@ def config_json(s: Spec) -> dict:
         c["auto_map"] = {"AutoConfig": "configuration_sdar.SDARConfig",
                          "AutoModel": "modeling_sdar.SDARModel",
                          "AutoModelForCausalLM": "modeling_sdar.SDARForCausalLM"}
+    if s.arch == "Fast_dLLM_QwenForCausalLM":
+        c["auto_map"] = {"AutoConfig": "configuration.Fast_dLLM_QwenConfig",
+                         "AutoModel": "modeling.Fast_dLLM_QwenModel",
+                         "AutoModelForCausalLM": "modeling.Fast_dLLM_QwenForCausalLM"}
+        c["pad_token_id"] = s.pad
     c.update(s.extras)
     return {k: c[k] for k in sorted(c)}
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-tests of the HF-checkpoint and block-diffusion references (hf_read.py, hf_model.py,
-sdar_generate.py, hf_ar_generate.py) and of the tiny checkpoints (plain asserts; exit status 0 =
-all passed).
+sdar_generate.py, fastdllm_v2_generate.py, hf_ar_generate.py) and of the tiny checkpoints
+(plain asserts; exit status 0 = all passed).
 
   test_block_reference.py                   unit tests
   test_block_reference.py --check-goldens   also rebuild tests/data/hf and the block goldens in
@@ -29,6 +29,7 @@ REPO = os.path.dirname(SCRIPTS)
 sys.path.insert(0, HERE)
 sys.path.insert(0, SCRIPTS)
 
+import fastdllm_v2_generate as fd  # noqa: E402
 import hf_ar_generate as ar  # noqa: E402
 import hf_model  # noqa: E402
 import hf_read  # noqa: E402
@@ -39,6 +40,7 @@ import sdar_generate as sg  # noqa: E402
 HF = os.path.join(REPO, mh.HF_DIR)
 SDAR_F32 = os.path.join(HF, "sdar-tiny-f32")
 SDAR_BF16 = os.path.join(HF, "sdar-tiny-bf16-sharded")
+FAST = os.path.join(HF, "fastdllm-v2-tiny")
 _MODELS: dict = {}
 
 
@@ -432,6 +434,125 @@ def test_qwen2_matches_transformers_if_installed():
             assert np.max(np.abs(got - want)) < 1e-10, (name, np.max(np.abs(got - want)))
     finally:
         mq.Qwen2RMSNorm.forward, mq.Qwen2RotaryEmbedding.forward, F.softmax = saved
+
+
+class RecomputeModel:
+    """Wraps an HFModel: every forward is a full forward of (everything stored so far + ids) with
+    the block-causal mask of block `block`, returning the rows of ids (no cache involved)."""
+
+    def __init__(self, m: hf_model.HFModel, block: int):
+        self.m, self.block, self.stored, self.cfg = m, block, [], m.cfg
+
+    def new_cache(self):
+        self.stored = []
+        return hf_model.KVCache(1)
+
+    def forward(self, ids, positions=None, mask="block", block_length=None, cache=None,
+                store_kv=False):
+        seq = self.stored + [int(t) for t in ids]
+        assert list(positions) == list(range(len(self.stored), len(seq)))
+        out = self.m.forward(seq, mask="block", block_length=self.block)[len(self.stored):]
+        if store_kv:
+            self.stored = seq
+        return out
+
+
+def test_fastdllm_cached_equals_full_recompute():
+    m = model(FAST)
+    rng = np.random.default_rng(21)
+    for lp, b, th, n in ((5, 4, 0.9, 16), (11, 2, 0.3, 24), (16, 8, 0.5, 16), (8, 4, 0.5, 16)):
+        prompt = [int(v) for v in rng.integers(0, 1000, lp)]
+        p = fd.FastDllmV2Params(max_new_tokens=n, block_size=8, small_block_size=b, threshold=th,
+                                stop_token=mh.IM_END, pad_token_id=mh.ENDOFTEXT)
+        seen = []
+        r1 = fd.generate(m, prompt, p, mh.MASK, on_forward=lambda bi, sb, l: seen.append(l))
+        it = iter(seen)
+        worst = 0.0
+
+        def check(bi, sb, logits):
+            nonlocal worst
+            worst = max(worst, float(np.max(np.abs(logits - next(it)))))
+
+        r2 = fd.generate(RecomputeModel(m, 8), prompt, p, mh.MASK, on_forward=check)
+        assert worst < 1e-9, worst
+        assert (r1.output_ids, r1.trace, r1.nfe, r1.ar_tokens) == \
+            (r2.output_ids, r2.trace, r2.nfe, r2.ar_tokens)
+
+
+class FastStub:
+    """Row of position q: logit LEVEL[q % 8] at token 20 + (q + 1) % 16 (a next-token
+    prediction), 0 elsewhere; records (first position, store_kv, mask block) of each forward."""
+
+    LEVEL = [9.0, 1.0, 6.0, 2.0, 8.0, 3.0, 7.0, 0.5]
+
+    def __init__(self, vocab=40):
+        self.vocab = vocab
+        self.calls = []
+
+    def new_cache(self):
+        return hf_model.KVCache(1)
+
+    def forward(self, ids, positions=None, mask="block", block_length=None, cache=None,
+                store_kv=False):
+        pos = np.asarray(positions)
+        self.calls.append((int(pos[0]), len(ids), store_kv, block_length))
+        out = np.zeros((len(ids), self.vocab))
+        for j, q in enumerate(pos):
+            out[j, 20 + (q + 1) % 16] = self.LEVEL[q % 8]
+        return out
+
+
+def _conf(level: float, vocab: int = 40) -> float:
+    return math.exp(level) / (math.exp(level) + vocab - 1)
+
+
+def test_fastdllm_token_shift_threshold_and_ar_step():
+    # Prompt of 8 = one block: prefill (block 8) + the AR step (argmax of row 7 -> 20 + 8 % 16),
+    # then block 1 = positions 8..15 with slot 8 = that token. Shift: slot q uses row q - 1, which
+    # predicts 20 + q % 16 with confidence _conf(LEVEL[(q - 1) % 8]).
+    stub = FastStub()
+    p = fd.FastDllmV2Params(max_new_tokens=8, block_size=8, small_block_size=4, threshold=0.5,
+                            stop_token=99, pad_token_id=98)
+    r = fd.generate(stub, list(range(8)), p, mask_id=39)
+    assert r.ar_tokens[0] == [8, 28] and r.output_ids[0] == 28
+    assert r.output_ids[1:8] == [20 + q % 16 for q in range(9, 16)]
+    # Sub-block 0 (slots 9..11): rows 8, 9, 10 -> levels 9, 1, 6: conf > 0.5 for 9 and 11 only
+    # (_conf(6) = 0.91, _conf(1) = 0.065); then slot 10 alone (forced argmax).
+    assert _conf(6.0) > 0.5 > _conf(3.0)
+    assert r.trace[0] == [1, 0, [9, 11]] and r.trace[1] == [1, 0, [10]]
+    # Sub-block 1 (slots 12..15): rows 11..14, levels 2, 8, 3, 7 -> 13, 15 then 12 (conf 0.16 vs
+    # 0.34: the larger, slot 14, is forced), then 12.
+    assert r.trace[2] == [1, 1, [13, 15]] and r.trace[3] == [1, 1, [14]] and \
+        r.trace[4] == [1, 1, [12]]
+    # Forwards: prefill (store, block 8), 5 denoising (no store, default mask block 32), store.
+    assert stub.calls[0] == (0, 8, True, 8)
+    assert all(c == (8, 8, False, fd.DENOISE_MASK_BLOCK) for c in stub.calls[1:6])
+    assert stub.calls[6] == (8, 8, True, 8) and r.nfe == 7
+    assert r.ar_tokens[-1] == [16, 20 + 16 % 16] and len(r.output_ids) == 9
+
+
+def test_fastdllm_short_prompt_has_no_prefill():
+    stub = FastStub()
+    p = fd.FastDllmV2Params(max_new_tokens=8, block_size=8, small_block_size=8, threshold=0.95,
+                            stop_token=99, pad_token_id=98)
+    r = fd.generate(stub, [1, 2, 3], p, mask_id=39)
+    assert stub.calls[0] == (0, 8, False, fd.DENOISE_MASK_BLOCK)     # prompt inside the block
+    assert r.output_ids[:5] == [20 + q % 16 for q in range(3, 8)] and not r.ar_tokens[:-1]
+    # threshold 0.95: masked slots 3..7 use rows 2..6 (levels 6, 2, 8, 3, 7): conf 0.91, 0.16,
+    # 0.99, 0.34, 0.97 -> slots 5 and 7 pass.
+    assert r.trace[0] == [0, 0, [5, 7]]
+
+
+def test_fastdllm_stop_pads_and_skips_the_cache_update():
+    stub = FastStub()
+    stop = 20 + 10 % 16                              # predicted for slot 10
+    p = fd.FastDllmV2Params(max_new_tokens=24, block_size=8, small_block_size=4, threshold=0.5,
+                            stop_token=stop, pad_token_id=98)
+    r = fd.generate(stub, list(range(8)), p, mask_id=39)
+    assert r.finished and r.first_stop_index == 2     # x[10]
+    assert r.output_ids[:3] == [28, 29, stop] and r.output_ids[3:] == [98] * 5
+    assert not any(c[2] for c in stub.calls[1:])      # no storing forward after the prefill
+    assert len(r.ar_tokens) == 1
 
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_") and callable(v)]
