@@ -302,6 +302,16 @@ RNG, float64 LLaDA forward pass, and `generate` following ML-GSAI/LLaDA `generat
 `scripts/reference/generate.py` and docs ALGORITHMS.md section 1). Running the script twice gives
 byte-identical files.
 
+Other goldens have their own generators and READMEs: `dream/README.md` (`scripts/make_dream_goldens.py`)
+and `block/README.md` (SDAR and Fast-dLLM v2 block diffusion, greedy AR and forward goldens of the
+tiny Hugging Face checkpoints in `tests/data/hf/`), made by
+
+```
+.venv/bin/python scripts/make_hf_checkpoints.py    # tests/data/hf/<checkpoint>/ (weights, configs)
+.venv/bin/python scripts/make_block_goldens.py     # golden/block, golden/hf_ar, golden/hf_forward
+.venv/bin/python scripts/reference/test_block_reference.py --check-goldens   # self-tests, compare
+```
+
 ## Models (`tests/data/models/`)
 
 Random LLaDA GGUFs written with gguf-py (llama.cpp naming and metadata), context 128, head_dim 8,
