@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "model/hf_import.h"
 #include "model/loader.h"
+#include "model/transformer.h"
 #include "test_util.h"
 
 namespace unmask::testing {
@@ -59,6 +61,18 @@ inline const LoadedModel& CachedModel(const std::string& name) {
     it = cache.emplace(name, std::make_unique<LoadedModel>(std::move(m).value())).first;
   }
   return *it->second;
+}
+
+// The model of the Hugging Face checkpoint folder tests/data/hf/<name> (its GGUF view, without
+// the tokenizer), with `mode` weights on the default backend.
+inline StatusOr<std::unique_ptr<Model>> LoadHfModel(const std::string& name, WeightMode mode) {
+  UNMASK_ASSIGN_OR_RETURN(auto view, ImportHfCheckpoint(TestDataPath("hf/" + name), false));
+  std::shared_ptr<const gguf::GgufFile> file(std::move(view));
+  UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
+  UNMASK_ASSIGN_OR_RETURN(auto model,
+                          TransformerModel::Create(file, std::move(config), mode, ComputeType::kF32,
+                                                   nullptr, DefaultBackend()));
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 // Checks one uncached forward of `ids` (logits of every position) against `expected`

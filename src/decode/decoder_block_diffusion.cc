@@ -145,6 +145,7 @@ StatusOr<const BatchPlan*> BlockDiffusionDecoder::Plan() {
   plan_rows_.clear();
   SequenceInput seq;
   seq.kv_seq = kv_seq_;
+  seq.block_length = static_cast<int32_t>(b);  // the mask follows the decoding block length
   if (phase_ == Phase::kPrefill) {
     seq.tokens = std::span<const int32_t>(canvas_).first(static_cast<size_t>(block_ * b));
     seq.pos0 = 0;

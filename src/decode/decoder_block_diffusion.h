@@ -1,5 +1,6 @@
 // SDAR's block-diffusion decoding (JetAstra/SDAR generate.py `block_diffusion_generate`;
-// ALGORITHMS.md §5.1-5.2), exact for one request, on a block-causal model with a KV cache:
+// ALGORITHMS.md §5.1-5.2), exact for one request, on a block-causal model with a KV cache (the
+// attention blocks follow params.block_length, as the reference's mask does):
 //   canvas = prompt + masks up to num_blocks * B positions (num_blocks = ceil((Lp + G) / B));
 //   prefill: one forward of the floor(Lp / B) * B prompt positions that fill whole blocks, writing
 //     their K/V (no logits);
@@ -23,7 +24,8 @@
 //   low_confidence_static: the n_s most confident;
 //   low_confidence_dynamic: all with confidence > threshold if at least n_s are, else the n_s most
 //     confident;
-//   entropy_bounded: the entropies of the masked positions' distributions, ascending; k = number of prefix sums <
+//   entropy_bounded: the entropies of the masked positions' distributions, ascending; k = number of
+//   prefix sums <
 //     eb_threshold, clamped to [1, #masked]; the first k. DELIBERATE DEVIATION: the reference's
 //     branch reuses an uninitialised transfer_index and takes the "entropy" of the sampled token's
 //     probability alone (MODELS.md §4); this is the rule it evidently means.

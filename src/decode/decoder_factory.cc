@@ -303,6 +303,10 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       return out;
     }
     case DecoderKind::kBlockDiffusion: {
+      if (c.architecture != "sdar") {
+        return UnimplementedError(Describe(model) +
+                                  ": only SDAR's block-diffusion decoding is implemented");
+      }
       UNMASK_ASSIGN_OR_RETURN(out.block, SettleBlockParams(model, o));
       UNMASK_ASSIGN_OR_RETURN(
           BlockDiffusionDecoder d,

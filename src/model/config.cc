@@ -30,10 +30,15 @@ constexpr ArchTraits kArchs[] = {
     // SDAR (JetAstra/SDAR; MODELS.md §4): the Qwen3 body with block-causal attention
     // (diffusion.block_length). llama.cpp has no such architecture; unmask writes the qwen3 names.
     {"sdar", AttentionKind::kBlockCausal, RopeLayout::kNeox},
+    // Fast-dLLM v2 (NVlabs/Fast-dLLM v2; MODELS.md §5): the Qwen2 body (q/k/v biases) with
+    // block-causal attention over blocks of bd_size and the token shift (shifted logits).
+    {"fast_dllm_v2", AttentionKind::kBlockCausal, RopeLayout::kNeox},
 };
 
 // SDAR's released default block size (JetAstra/SDAR README, generate.py block_length).
 constexpr int64_t kSdarDefaultBlockLength = 4;
+// Fast-dLLM v2's bd_size (Efficient-Large-Model/Fast_dLLM_v2_7B config.json).
+constexpr int64_t kFastDllmBlockLength = 32;
 
 // Upper bounds far above any real model, so that a corrupt header cannot make unmask allocate
 // or compute with absurd sizes before the tensors are checked.
@@ -200,12 +205,14 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
           ") must be even and at most the head size (" + std::to_string(c.head_dim) + ")");
     }
   }
-  // A missing key means shifted logits for Dream (llama.cpp's converter writes none).
-  c.shift_logits = c.architecture == "dream";
+  // A missing key means shifted logits for Dream (llama.cpp's converter writes none) and
+  // Fast-dLLM v2 (its token shift).
+  const bool shifts = c.architecture == "dream" || c.architecture == "fast_dllm_v2";
+  c.shift_logits = shifts;
   if (f.Find("diffusion.shift_logits")) {
     UNMASK_ASSIGN_OR_RETURN(c.shift_logits, f.GetBool("diffusion.shift_logits"));
   }
-  if (c.shift_logits && c.architecture != "dream") {
+  if (c.shift_logits && !shifts) {
     return UnimplementedError(f.path() + ": diffusion.shift_logits = true is not supported for '" +
                               c.architecture + "'");
   }
@@ -217,7 +224,7 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
     }
   }
   if (c.attention == AttentionKind::kBlockCausal) {
-    c.block_length = kSdarDefaultBlockLength;
+    c.block_length = c.architecture == "sdar" ? kSdarDefaultBlockLength : kFastDllmBlockLength;
     if (f.Find("diffusion.block_length")) {
       UNMASK_ASSIGN_OR_RETURN(c.block_length, GetPositive(f, "diffusion.block_length", kMaxDim));
     }

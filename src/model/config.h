@@ -41,7 +41,7 @@ struct ModelConfig {
   bool shift_logits = false;
   bool tied_output = false;  // no output.weight: the output projection reuses token_embd
   // Block-causal models: diffusion.block_length, the block size the model was trained with
-  // (SDAR: 4 unless the file says otherwise); 0 for the other kinds.
+  // (SDAR: 4, Fast-dLLM v2: 32 unless the file says otherwise); 0 for the other kinds.
   int64_t block_length = 0;
 
   // A full-canvas diffusion model (bidirectional: LLaDA, Dream).
@@ -77,7 +77,7 @@ struct ModelConfig {
 };
 
 // Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama",
-// "dream", "qwen2", "qwen3", "sdar").
+// "dream", "qwen2", "qwen3", "sdar", "fast_dllm_v2").
 // Errors: NotFound naming a missing required key; InvalidArgument naming an inconsistent value
 // (e.g. head_count not dividing embedding_length, head_count_kv not dividing head_count).
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);

@@ -24,9 +24,13 @@ struct HfArch {
   bool head_dim_key;      // writes attention.key_length / value_length (Qwen3 layout)
 };
 constexpr HfArch kHfArchs[] = {
-    {"LlamaForCausalLM", "llama", true, false},  {"MistralForCausalLM", "llama", true, false},
-    {"Qwen2ForCausalLM", "qwen2", false, false}, {"Qwen3ForCausalLM", "qwen3", false, true},
-    {"DreamModel", "dream", false, false},       {"SDARForCausalLM", "sdar", false, true},
+    {"LlamaForCausalLM", "llama", true, false},
+    {"MistralForCausalLM", "llama", true, false},
+    {"Qwen2ForCausalLM", "qwen2", false, false},
+    {"Qwen3ForCausalLM", "qwen3", false, true},
+    {"DreamModel", "dream", false, false},
+    {"SDARForCausalLM", "sdar", false, true},
+    {"Fast_dLLM_QwenForCausalLM", "fast_dllm_v2", false, false},
 };
 
 // What the view owns besides the shards' mappings: rewritten tensors.
@@ -225,7 +229,8 @@ class TensorMapper {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& dir) {
+StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& dir,
+                                                             bool with_tokenizer) {
   auto owned = std::make_shared<Owned>();
   UNMASK_ASSIGN_OR_RETURN(owned->checkpoint, format::HfCheckpoint::Open(dir));
   const format::HfCheckpoint& ck = *owned->checkpoint;
@@ -291,6 +296,9 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
   if (arch_name == "sdar") {
     UNMASK_ASSIGN_OR_RETURN(const int64_t block, cfg.Int("block_size", 4));
     set("diffusion.block_length", u32(block));
+  } else if (arch_name == "fast_dllm_v2") {
+    UNMASK_ASSIGN_OR_RETURN(const int64_t block, cfg.Int("bd_size", 32));
+    set("diffusion.block_length", u32(block));
   }
 
   TensorMapper m(ck, owned.get(), *arch, d);
@@ -341,7 +349,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
     UNMASK_ASSIGN_OR_RETURN(mask_id, cfg.Int("mask_token_id"));
     if (*mask_id >= d.vocab) return cfg.Bad("mask_token_id", "below vocab_size");
   }
-  UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, &md));
+  if (with_tokenizer) UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, &md));
   return gguf::GgufFile::FromParts(ck.dir(), std::move(md), m.Take(), std::move(owned));
 }
 

@@ -9,7 +9,8 @@
 //   LlamaForCausalLM, MistralForCausalLM -> llama (Q/K rows permuted for the interleaved RoPE
 //     llama.cpp stores, as its converter does); Qwen2ForCausalLM -> qwen2; Qwen3ForCausalLM ->
 //     qwen3; DreamModel -> dream; SDARForCausalLM -> sdar (the qwen3 names plus
-//     diffusion.block_length from config.json block_size, default 4).
+//     diffusion.block_length from config.json block_size, default 4); Fast_dLLM_QwenForCausalLM
+//     -> fast_dllm_v2 (the qwen2 names plus diffusion.block_length from bd_size, default 32).
 // HF names (transformers modeling_{llama,qwen2,qwen3}.py; SDAR training/model/*/modeling_sdar.py):
 //   model.embed_tokens -> token_embd, model.norm -> output_norm, lm_head -> output,
 //   model.layers.N.{input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm,
@@ -36,7 +37,9 @@ namespace unmask {
 // supported ones) or a setting above; NotFound for a missing config key or tensor; InvalidArgument
 // for a value of the wrong type or range, a tensor whose shape config.json contradicts, an
 // unexpected tensor, or a config that says untied but has no lm_head.
-StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& dir);
+// with_tokenizer false: the model only (no tokenizer.ggml.* keys; tests of the forward).
+StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& dir,
+                                                             bool with_tokenizer = true);
 
 }  // namespace unmask
 

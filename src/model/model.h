@@ -33,6 +33,10 @@ struct SequenceInput {
   // vicinity refresh of Fast-dLLM and dInfer (ALGORITHMS.md §3.1, §4.3). The window must lie
   // inside the cached length.
   bool kv_replace = false;
+  // Block-causal models: the attention blocks' length for this sequence (SDAR's generate builds
+  // its mask from the block_length it decodes with, which may differ from the trained
+  // diffusion.block_length); 0 = ModelConfig::block_length. Ignored by other kinds.
+  int32_t block_length = 0;
 };
 
 struct BatchPlan {

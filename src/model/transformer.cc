@@ -277,14 +277,18 @@ Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
     } else if (seq.kv_replace) {
       return InvalidArgumentError(where + ": kv_replace needs a KV cache sequence (kv_seq)");
     }
+    if (seq.block_length < 0) {
+      return InvalidArgumentError(where + ": block_length must be >= 0");
+    }
+    const int64_t block_length = seq.block_length > 0 ? seq.block_length : c.block_length;
     if (seq.kv_seq < 0 && c.attention == AttentionKind::kBlockCausal &&
-        seq.pos0 % c.block_length != 0) {
+        seq.pos0 % block_length != 0) {
       // Without a cache the keys are the fed rows; their blocks line up with the absolute ones
       // only when pos0 starts a block.
       return InvalidArgumentError(where +
                                   ": a block-causal forward without a KV cache must start "
                                   "at a block boundary (block_length " +
-                                  std::to_string(c.block_length) + "), got pos0 " +
+                                  std::to_string(block_length) + "), got pos0 " +
                                   std::to_string(seq.pos0));
     }
     if (seq.pos0 < 0 || seq.pos0 + n > c.context_length) {
@@ -459,6 +463,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
       auto run_attention = [&](int64_t q_row, int64_t a, int64_t b) -> Status {
         AttentionParams p = attn_params;
         p.q_pos0 = key_base + a;
+        if (seq.block_length > 0) p.block_length = seq.block_length;
         return Attention(Heads(ws.q, q_row, b - a, h), keys, values, p,
                          Heads(ws.attn, q_row, b - a, h));
       };
