@@ -14,6 +14,8 @@ std::string_view DecoderKindName(DecoderKind k) {
       return "dream";
     case DecoderKind::kBlockDiffusion:
       return "block_diffusion";
+    case DecoderKind::kFastDllmV2:
+      return "fast_dllm_v2";
   }
   return "?";
 }

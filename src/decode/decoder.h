@@ -8,7 +8,8 @@
 // Implemented by ArDecoder (decode/decoder_ar.h: sampling chain, optional speculative drafter),
 // DiffusionDecoder (decoder_diffusion.h: LLaDA block decoding, every cache mode and commit rule)
 // DreamDecoder (decoder_dream.h: Dream's reference sampler) and BlockDiffusionDecoder
-// (decoder_block_diffusion.h: SDAR's block-diffusion decoding on block-causal models).
+// (decoder_block_diffusion.h: SDAR's block-diffusion decoding on block-causal models) and
+// FastDllmV2Decoder (decoder_fast_dllm_v2.h: Fast-dLLM v2's sub-block decoding).
 // decode/decoder_factory.h builds the right one from a model and a request; it is the only place
 // request parameters are settled.
 #ifndef UNMASK_DECODE_DECODER_H_
@@ -25,8 +26,8 @@
 
 namespace unmask {
 
-enum class DecoderKind { kAr, kDiffusion, kDream, kBlockDiffusion };
-// "ar" | "diffusion" | "dream" | "block_diffusion"
+enum class DecoderKind { kAr, kDiffusion, kDream, kBlockDiffusion, kFastDllmV2 };
+// "ar" | "diffusion" | "dream" | "block_diffusion" | "fast_dllm_v2"
 std::string_view DecoderKindName(DecoderKind k);
 
 // Why a decoder ended.

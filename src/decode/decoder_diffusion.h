@@ -58,6 +58,7 @@ struct DiffusionTokenIds {
   int32_t mask = -1;
   int32_t eos = -1;
   int32_t eot = -1;
+  int32_t pad = -1;  // Fast-dLLM v2 writes it after the stop token
 };
 
 // What one Update did: DecodeStep's step (global, 0-based), block, committed_positions (absolute

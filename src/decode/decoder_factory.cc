@@ -39,6 +39,9 @@ constexpr std::array<std::string_view, 2> kBlockDiffusionOnly = {"denoising_step
 constexpr std::array<std::string_view, 8> kBlockDiffusionUses = {
     "denoising_steps", "eb_threshold", "remasking", "threshold",
     "block_length",    "steps",        "top_k",     "top_p"};
+// Parameters a Fast-dLLM v2 model takes (besides temperature, seed, max tokens).
+constexpr std::array<std::string_view, 4> kFastDllmV2Uses = {"small_block_size", "block_length",
+                                                             "threshold", "top_p"};
 
 bool In(std::span<const std::string_view> set, std::string_view name) {
   return std::find(set.begin(), set.end(), name) != set.end();
@@ -166,7 +169,10 @@ StatusOr<DiffusionParams> SettleDiffusionParams(const DecodeOptions& o,
 }
 
 DecoderKind SelectDecoder(const ModelConfig& config, const DecodeOptions& o) {
-  if (config.is_block_diffusion()) return DecoderKind::kBlockDiffusion;
+  if (config.is_block_diffusion()) {
+    return config.architecture == "fast_dllm_v2" ? DecoderKind::kFastDllmV2
+                                                 : DecoderKind::kBlockDiffusion;
+  }
   if (!config.is_diffusion()) return DecoderKind::kAr;
   if (config.architecture != "dream" || o.sampler == DiffusionSampler::kBlock) {
     return DecoderKind::kDiffusion;
@@ -198,9 +204,24 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
   for (const GivenParam& g : o.given) {
     Status s;
     switch (out.kind) {
+      case DecoderKind::kFastDllmV2:
+        if ((In(kArOnly, g.name) || In(kBlockOnly, g.name) || In(kDreamOnly, g.name) ||
+             In(kDiffusionOnly, g.name) || In(kBlockDiffusionOnly, g.name)) &&
+            !In(kFastDllmV2Uses, g.name)) {
+          s = Unused(o, g,
+                     "does not apply to " + Describe(model) +
+                         ", a Fast-dLLM v2 model (its decoding: " + LabelOf(o, "block_length") +
+                         ", " + LabelOf(o, "small_block_size") + ", " + LabelOf(o, "threshold") +
+                         ", " + LabelOf(o, "temperature") + ", " + LabelOf(o, "top_p") + ")",
+                     &out.unused);
+        }
+        break;
       case DecoderKind::kBlockDiffusion:
-        if ((In(kArOnly, g.name) || In(kBlockOnly, g.name) || In(kDreamOnly, g.name)) &&
-            !In(kBlockDiffusionUses, g.name)) {
+        if (g.name == "small_block_size") {
+          s = Unused(o, g, "applies to Fast-dLLM v2 models; " + Describe(model) + " is not one",
+                     &out.unused);
+        } else if ((In(kArOnly, g.name) || In(kBlockOnly, g.name) || In(kDreamOnly, g.name)) &&
+                   !In(kBlockDiffusionUses, g.name)) {
           s = Unused(o, g,
                      "does not apply to " + Describe(model) +
                          ", a block-diffusion model (SDAR decoding: " +
@@ -302,11 +323,28 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       out.decoder = std::make_unique<DiffusionDecoder>(std::move(d));
       return out;
     }
+    case DecoderKind::kFastDllmV2: {
+      if (o.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
+      FastDllmV2Params p = o.fast_dllm_v2;
+      p.block_size = Given(o, "block_length") ? o.diffusion.block_length : c.block_length;
+      // The reference decodes max_new_tokens / block_size whole blocks; the server (round_canvas)
+      // rounds max_tokens up so that at least max_tokens are made.
+      p.max_new_tokens =
+          o.round_canvas ? DiffusionCanvasLength(o.max_tokens, p.block_size) : o.max_tokens;
+      if (Given(o, "threshold")) p.threshold = o.diffusion.threshold;
+      p.temperature = o.diffusion.temperature;
+      p.seed = o.diffusion.seed;
+      if (Given(o, "top_p")) p.top_p = o.ar.sampling.top_p;
+      p.stop_token = model.ids.eot >= 0 ? model.ids.eot : model.ids.eos;
+      p.pad_token = model.ids.pad >= 0 ? model.ids.pad : p.stop_token;
+      out.fast_dllm_v2 = p;
+      UNMASK_ASSIGN_OR_RETURN(FastDllmV2Decoder d,
+                              FastDllmV2Decoder::Create(p, model.ids.mask, prompt, c.context_length,
+                                                        c.vocab_size, o.kv_seq));
+      out.decoder = std::make_unique<FastDllmV2Decoder>(std::move(d));
+      return out;
+    }
     case DecoderKind::kBlockDiffusion: {
-      if (c.architecture != "sdar") {
-        return UnimplementedError(Describe(model) +
-                                  ": only SDAR's block-diffusion decoding is implemented");
-      }
       UNMASK_ASSIGN_OR_RETURN(out.block, SettleBlockParams(model, o));
       UNMASK_ASSIGN_OR_RETURN(
           BlockDiffusionDecoder d,

@@ -29,6 +29,7 @@
 #include "decode/decoder_block_diffusion.h"
 #include "decode/decoder_diffusion.h"
 #include "decode/decoder_dream.h"
+#include "decode/decoder_fast_dllm_v2.h"
 #include "decode/drafter.h"
 #include "model/config.h"
 
@@ -90,6 +91,10 @@ struct DecodeOptions {
   // max_tokens, `diffusion`, `ar` and the model (MakeDecoder); `steps`, when given, means
   // denoising_steps (steps per block, as SDAR counts them).
   BlockParams block;
+  // Fast-dLLM v2 models: small_block_size (--small-block-size; default 8). block_size
+  // (block_length, default the model's bd_size), threshold (default 0.9), temperature, top_p,
+  // seed and the stop / pad ids are settled from the common fields and the model (MakeDecoder).
+  FastDllmV2Params fast_dllm_v2;
   // The remasking strategy by name as the caller gave it ("" = the decoder's default): LLaDA's
   // (low_confidence, random) for diffusion models, SDAR's (BlockRemaskingNames()) for
   // block-diffusion models; the factory parses it for the decoder that runs and refuses the other
@@ -140,6 +145,7 @@ struct BuiltDecoder {
   DiffusionParams diffusion;        // kDiffusion: as run
   DreamParams dream;                // kDream: as run
   BlockParams block;                // kBlockDiffusion: as run
+  FastDllmV2Params fast_dllm_v2;    // kFastDllmV2: as run
   std::vector<std::string> unused;  // labels of given parameters this decoder does not use
 };
 

@@ -110,7 +110,7 @@ size_t Engine::AddModel(std::string name, const LoadedModel* model) {
 DecoderModel Engine::decoder_model(size_t index) const {
   const LoadedModel& lm = model(index);
   const SpecialTokens& sp = lm.tokenizer->special();
-  return DecoderModel{&lm.model->config(), {sp.mask, sp.eos, sp.eot}, name(index)};
+  return DecoderModel{&lm.model->config(), {sp.mask, sp.eos, sp.eot, sp.pad}, name(index)};
 }
 
 StatusOr<BuiltDecoder> Engine::MakeDecoder(size_t index, std::span<const int32_t> prompt,

@@ -112,7 +112,7 @@ StatusOr<BuiltDecoder> Scheduler::Build(size_t index, const GenerationRequest& r
   // A served request returns at least one token (an AR n_predict of 0 or -1 is the CLI's).
   if (req.max_tokens < 1) return InvalidArgumentError("max_tokens must be at least 1");
   const SpecialTokens& sp = em->tokenizer->special();
-  const DecoderModel dm{&em->model->config(), {sp.mask, sp.eos, sp.eot}, em->name};
+  const DecoderModel dm{&em->model->config(), {sp.mask, sp.eos, sp.eot, sp.pad}, em->name};
   return MakeDecoder(dm, req.prompt, req);
 }
 

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "decode/decoder_ar.h"
 #include "decode/decoder_block_diffusion.h"
+#include "decode/decoder_fast_dllm_v2.h"
 #include "golden_util.h"
 
 namespace unmask {
@@ -102,6 +104,59 @@ TEST_P(SdarGoldenTest, MatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SdarGoldenTest, ::testing::ValuesIn(SdarGoldens()),
+                         testing::GoldenCaseName);
+
+std::vector<std::string> FastDllmGoldens() {
+  std::vector<std::string> out;
+  for (const std::string& f : testing::GoldenFiles("block")) {
+    if (f.rfind("f_", 0) == 0) out.push_back(f);
+  }
+  return out;
+}
+
+class FastDllmV2GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FastDllmV2GoldenTest, MatchesTheReference) {
+  const nlohmann::json g = testing::ReadJson(testing::TestDataPath("golden/block/" + GetParam()));
+  const Model& m = HfModel(g["checkpoint"].get<std::string>());
+  FastDllmV2Params p;
+  p.max_new_tokens = g["max_new_tokens"];
+  p.block_size = g["block_size"];
+  p.small_block_size = g["small_block_size"];
+  p.threshold = g["threshold"];
+  p.temperature = g["temperature"];
+  p.top_p = g["top_p"];
+  p.stop_token = g["stop_token"];
+  p.pad_token = g["pad_token_id"];
+  const std::vector<int32_t> prompt = g["prompt_ids"].get<std::vector<int32_t>>();
+  auto d = FastDllmV2Decoder::Create(p, g["mask_id"], prompt, m.config().context_length,
+                                     m.config().vocab_size);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const std::vector<DecodeStep> steps = RunToEnd(m, *d);
+  // Denoising steps' commits (ascending), as traced; the appended AR tokens are checked by the
+  // output ids.
+  std::vector<nlohmann::json> trace;
+  for (const auto& t : g["trace"]) trace.push_back(t[2]);
+  std::vector<nlohmann::json> got_trace;
+  std::set<int32_t> appended;
+  for (const auto& a : g["ar_tokens"]) appended.insert(a[0].get<int32_t>());
+  for (const DecodeStep& s : steps) {
+    std::vector<int32_t> pos;
+    for (int32_t q : s.committed_positions) {
+      if (appended.count(q) == 0) pos.push_back(q);
+    }
+    if (pos.empty()) continue;
+    std::sort(pos.begin(), pos.end());
+    got_trace.push_back(nlohmann::json(pos));
+  }
+  EXPECT_EQ(got_trace, trace);
+  EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
+            g["output_ids"].get<std::vector<int32_t>>());
+  EXPECT_EQ(d->nfe(), g["nfe"].get<int64_t>());
+  EXPECT_EQ(d->finish(), g["finished"].get<bool>() ? DecodeFinish::kEos : DecodeFinish::kLength);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FastDllmV2GoldenTest, ::testing::ValuesIn(FastDllmGoldens()),
                          testing::GoldenCaseName);
 
 class HfArGoldenTest : public ::testing::TestWithParam<std::string> {};

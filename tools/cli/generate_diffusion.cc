@@ -60,6 +60,21 @@ nlohmann::json ParamsJson(const BuiltDecoder& b, const ModelConfig& c, bool used
             {"stop_ids", p.stop_ids},
             {"chat", used_chat}};
   }
+  if (b.kind == DecoderKind::kFastDllmV2) {
+    const FastDllmV2Params& p = b.fast_dllm_v2;
+    return {{"decoder", "fast_dllm_v2"},
+            {"max_new_tokens", p.max_new_tokens},
+            {"block_length", p.block_size},
+            {"small_block_size", p.small_block_size},
+            {"threshold", p.threshold},
+            {"temperature", p.temperature},
+            {"top_p", p.top_p},
+            {"seed", p.seed},
+            {"stop_token", p.stop_token},
+            {"pad_token", p.pad_token},
+            {"shift_logits", c.shift_logits},
+            {"chat", used_chat}};
+  }
   if (b.kind == DecoderKind::kDream) {
     const DreamParams& p = b.dream;
     return {{"decoder", "dream"},

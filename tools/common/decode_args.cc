@@ -24,6 +24,7 @@ StatusOr<DecodeOptions> DecodeOptionsFromFlags(const CLI::App& app, const Diffus
   o.dream.alg_temp = dream.alg_temp;
   o.lookup_ngram_max = ar.lookup_ngram_max;
   o.block = diffusion.block;
+  o.fast_dllm_v2 = diffusion.fast_dllm_v2;
   o.remasking = diffusion.remasking;
   o.refuse_unused = true;
   o.round_canvas = false;  // -n is gen_length: a multiple of --block-length (LLaDA's generate)

@@ -176,6 +176,12 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
                    "[default: block_length, one token per step; --steps means the same here]")
         ->check(IntegerIn(1, kMaxLength));
   }
+  app.add_option("--small-block-size", fast_dllm_v2.small_block_size,
+                 "Fast-dLLM v2 models: sub-block length; each block is decoded sub-block by "
+                 "sub-block, every step committing the sub-block's masked tokens above "
+                 "--threshold (at least one). Must divide --block-length")
+      ->check(IntegerIn(1, kMaxLength))
+      ->capture_default_str();
   app.add_option("--eb-threshold", block.eb_threshold,
                  "block-diffusion models, --remasking entropy_bounded: commit the lowest-entropy "
                  "masked positions while their summed entropy (nats) stays below this")

@@ -63,7 +63,8 @@ struct ModelArgs {
 // LLaDA decoding flags (names of the reference `generate`: steps, gen_length, block_length, ...).
 struct DiffusionArgs {
   DiffusionParams params;
-  BlockParams block;  // --denoising-steps, --eb-threshold (block-diffusion models)
+  BlockParams block;              // --denoising-steps, --eb-threshold (block-diffusion models)
+  FastDllmV2Params fast_dllm_v2;  // --small-block-size (Fast-dLLM v2 models)
   // LLaDA's names, or SDAR's for block-diffusion models ("" = the decoder's default).
   std::string remasking;
   std::string cache = "none";

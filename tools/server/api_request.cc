@@ -227,6 +227,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                                                "remasking",
                                                "denoising_steps",
                                                "eb_threshold",
+                                               "small_block_size",
                                                "cache",
                                                "commit",
                                                "threshold",
@@ -329,6 +330,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   r.block_length = block_length;
   if (auto e = ReadString(j, "remasking", &r.remasking)) return e;
   if (auto e = ReadInt(j, "denoising_steps", 1, kMaxLen, &r.denoising_steps)) return e;
+  if (auto e = ReadInt(j, "small_block_size", 1, kMaxLen, &r.small_block_size)) return e;
   if (auto e = ReadNumber(j, "eb_threshold", 1e-9, 1e6, &r.eb_threshold)) return e;
   if (auto e = ReadString(j, "cache", &r.cache)) return e;
   if (auto e = ReadString(j, "commit", &r.commit)) return e;

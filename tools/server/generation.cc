@@ -190,6 +190,7 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.remasking.has_value(), "remasking");
   add(r.denoising_steps.has_value(), "denoising_steps");
   add(r.eb_threshold.has_value(), "eb_threshold");
+  add(r.small_block_size.has_value(), "small_block_size");
   add(r.cache.has_value(), "cache");
   add(r.commit.has_value(), "commit");
   add(r.threshold.has_value(), "threshold");
@@ -350,6 +351,7 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   }
   if (r.denoising_steps) g->block.denoising_steps = *r.denoising_steps;
   if (r.eb_threshold) g->block.eb_threshold = *r.eb_threshold;
+  if (r.small_block_size) g->fast_dllm_v2.small_block_size = *r.small_block_size;
   if (r.cache) {
     auto v = CacheModeFromName(*r.cache);
     if (!v) return MakeError(400, "'cache' must be none, prefix, dual or vicinity", "", "cache");

@@ -105,11 +105,10 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     if (!index.ok()) return index.status();
     m->index = *index;
     m->loaded = &engine_->model(m->index);
-    metrics_.Set(
-        "model_info",
-        {m->id, m->engine_name(), m->loaded->model->config().architecture,
-         std::string(ComputeTypeName(m->loaded->model->compute()))},
-        1);
+    metrics_.Set("model_info",
+                 {m->id, m->engine_name(), m->loaded->model->config().architecture,
+                  std::string(ComputeTypeName(m->loaded->model->compute()))},
+                 1);
     models.push_back(std::move(m));
   }
   if (Status s = engine_->StartServing(); !s.ok()) return s;

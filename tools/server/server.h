@@ -52,10 +52,13 @@ struct ServedModel {
   size_t index = 0;                     // engine (and scheduler) model index
   // Any diffusion kind (full-canvas or block): decoded by denoising masks.
   bool diffusion() const { return loaded->model->config().needs_mask_token(); }
-  // "ar" | "diffusion" | "block_diffusion" (x_unmask.engine, /v1/models, metrics labels).
+  // "ar" | "diffusion" | "block_diffusion" | "fast_dllm_v2" (x_unmask.engine, /v1/models,
+  // metrics labels).
   const char* engine_name() const {
     const ModelConfig& c = loaded->model->config();
-    return c.is_block_diffusion() ? "block_diffusion" : c.is_diffusion() ? "diffusion" : "ar";
+    if (c.is_block_diffusion())
+      return c.architecture == "fast_dllm_v2" ? "fast_dllm_v2" : "block_diffusion";
+    return c.is_diffusion() ? "diffusion" : "ar";
   }
 };
 
