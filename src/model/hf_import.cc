@@ -353,4 +353,9 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
   return gguf::GgufFile::FromParts(ck.dir(), std::move(md), m.Take(), std::move(owned));
 }
 
+StatusOr<std::unique_ptr<gguf::GgufFile>> OpenModelFile(const std::string& path) {
+  if (format::IsDirectory(path)) return ImportHfCheckpoint(path);
+  return gguf::GgufFile::Open(path);
+}
+
 }  // namespace unmask

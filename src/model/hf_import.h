@@ -41,6 +41,10 @@ namespace unmask {
 StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& dir,
                                                              bool with_tokenizer = true);
 
+// A GGUF file (GgufFile::Open) or, for a directory, the view of a Hugging Face checkpoint folder
+// (ImportHfCheckpoint): what every command's -m takes.
+StatusOr<std::unique_ptr<gguf::GgufFile>> OpenModelFile(const std::string& path);
+
 }  // namespace unmask
 
 #endif  // UNMASK_MODEL_HF_IMPORT_H_

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include "format/hf_checkpoint.h"
 #include "model/config.h"
 #include "model/hf_import.h"
 #include "model/transformer.h"
@@ -55,9 +54,7 @@ StatusOr<WeightMode> ChooseWeightMode(const gguf::GgufFile& f, const ModelConfig
 
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options) {
   // A folder is a Hugging Face checkpoint, seen as the GGUF its conversion would write.
-  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> opened, format::IsDirectory(path)
-                                                                      ? ImportHfCheckpoint(path)
-                                                                      : gguf::GgufFile::Open(path));
+  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> opened, OpenModelFile(path));
   std::shared_ptr<const gguf::GgufFile> file(std::move(opened));
   UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
   LoadedModel out;

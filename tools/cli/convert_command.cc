@@ -12,6 +12,7 @@
 #include "common/terminal.h"
 #include "format/gguf.h"
 #include "format/llama2c.h"
+#include "model/hf_import.h"
 
 namespace unmask::tools {
 namespace {
@@ -82,14 +83,23 @@ class WriteProgress {
 }  // namespace
 
 void ConvertCommand::AddTo(CLI::App& app) {
-  app.add_option("--llama2c", llama2c,
-                 "llama2.c checkpoint (.bin, format v0 as in karpathy/tinyllamas, or v1 \"ak42\")")
-      ->required()
-      ->type_name("MODEL.bin");
+  CLI::Option* from_llama2c =
+      app.add_option("--llama2c", llama2c,
+                     "llama2.c checkpoint (.bin, format v0 as in karpathy/tinyllamas, or v1 "
+                     "\"ak42\")")
+          ->type_name("MODEL.bin");
+  CLI::Option* from_hf =
+      app.add_option("--hf", hf,
+                     "Hugging Face checkpoint folder (config.json, model.safetensors or shards "
+                     "with model.safetensors.index.json, tokenizer.json): Llama, Mistral, Qwen2, "
+                     "Qwen3, Dream, SDAR, Fast-dLLM v2. Tensors keep their stored types (F32, "
+                     "F16, BF16)")
+          ->type_name("DIR");
+  from_llama2c->excludes(from_hf);
   app.add_option("--tokenizer", tokenizer,
-                 "llama2.c tokenizer.bin of the checkpoint (its token count must equal the "
-                 "checkpoint's vocab_size)")
-      ->required()
+                 "with --llama2c: llama2.c tokenizer.bin of the checkpoint (its token count must "
+                 "equal the checkpoint's vocab_size)")
+      ->needs(from_llama2c)
       ->type_name("TOKENIZER.bin");
   app.add_option("-o,--output", output, "GGUF file to write (replaced if it exists)")
       ->required()
@@ -108,7 +118,50 @@ void ConvertCommand::AddTo(CLI::App& app) {
       "checkpoint; pass --context-length 2048 for the same.");
 }
 
+int ConvertCommand::RunHf() const {
+  const auto start = std::chrono::steady_clock::now();
+  // The shards are memory-mapped: writing over one would pull the data from under the writer.
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(hf, ec)) {
+    if (SameFile(output, e.path().string())) {
+      return FailWith(kWho, InvalidArgumentError("the output " + output + " is the input " +
+                                                 e.path().string() + "; choose another -o"));
+    }
+  }
+  auto view = ImportHfCheckpoint(hf);
+  if (!view.ok()) return FailWith(kWho, view.status());
+  const gguf::GgufFile& f = **view;
+  gguf::GgufWriter writer;
+  for (const gguf::MetadataEntry& e : f.metadata()) writer.Set(e.key, e.value);
+  uint64_t bytes = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    writer.AddTensor(t.name, t.type, t.dims, t.data, t.num_bytes);
+    bytes += t.num_bytes;
+  }
+  Status written;
+  {
+    WriteProgress progress(output, bytes);
+    written = writer.WriteFile(output);
+  }
+  if (!written.ok()) return FailWith(kWho, written);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto arch = f.GetString("general.architecture");
+  std::fprintf(stderr, "unmask convert: wrote %s (%s, %zu tensors, %.1f MiB) in %.2f s\n",
+               EscapeControl(output).c_str(), arch.ok() ? arch->c_str() : "?", f.tensors().size(),
+               static_cast<double>(bytes) / (1 << 20), seconds);
+  return 0;
+}
+
 int ConvertCommand::Run() const {
+  if (!hf.empty()) return RunHf();
+  if (llama2c.empty()) {
+    return FailWith(kWho, InvalidArgumentError("give the input: --llama2c MODEL.bin --tokenizer "
+                                               "TOKENIZER.bin, or --hf DIR"));
+  }
+  if (tokenizer.empty()) {
+    return FailWith(kWho, InvalidArgumentError("--llama2c needs --tokenizer TOKENIZER.bin"));
+  }
   const auto start = std::chrono::steady_clock::now();
   auto checkpoint_or = llama2c::Checkpoint::Open(llama2c);
   if (!checkpoint_or.ok()) return FailWith(kWho, checkpoint_or.status());

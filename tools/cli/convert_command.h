@@ -1,5 +1,7 @@
 // `unmask convert`: a llama2.c checkpoint (karpathy/llama2.c `.bin` + `tokenizer.bin`) to a GGUF
-// file in llama.cpp's `llama` layout (as llama.cpp's convert-llama2c-to-ggml writes it).
+// file in llama.cpp's `llama` layout (as llama.cpp's convert-llama2c-to-ggml writes it), or a
+// Hugging Face checkpoint folder (--hf) to the GGUF view unmask loads it as (model/hf_import.h:
+// llama.cpp's names and keys where llama.cpp has the architecture).
 #ifndef UNMASK_TOOLS_CLI_CONVERT_COMMAND_H_
 #define UNMASK_TOOLS_CLI_CONVERT_COMMAND_H_
 
@@ -11,6 +13,7 @@ namespace unmask::tools {
 
 struct ConvertCommand {
   std::string llama2c;         // --llama2c: the checkpoint
+  std::string hf;              // --hf: a Hugging Face checkpoint folder
   std::string tokenizer;       // --tokenizer: llama2.c tokenizer.bin
   std::string output;          // -o: the GGUF file to write
   std::string name = "llama";  // --name: general.name
@@ -18,6 +21,9 @@ struct ConvertCommand {
 
   void AddTo(CLI::App& app);
   int Run() const;  // exit code
+
+ private:
+  int RunHf() const;
 };
 
 }  // namespace unmask::tools

@@ -6,6 +6,7 @@
 #include "common/cli_util.h"
 #include "format/gguf.h"
 #include "model/config.h"
+#include "model/hf_import.h"
 #include "tokenizer/tokenizer.h"
 
 namespace unmask::tools {
@@ -42,7 +43,7 @@ void InspectCommand::AddTo(CLI::App& app) {
 }
 
 int InspectCommand::Run() const {
-  auto file_or = gguf::GgufFile::Open(path);
+  auto file_or = OpenModelFile(path);
   if (!file_or.ok()) return FailWith(kWho, file_or.status());
   const gguf::GgufFile& f = **file_or;
   std::printf("file: %s\n  GGUF v%u, %zu metadata keys, %zu tensors, %.1f MiB, alignment %llu\n",

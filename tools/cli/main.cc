@@ -29,17 +29,24 @@ int main(int argc, char** argv) {
       "generate text; the decoder follows the model: diffusion (llada: the LLaDA reference "
       "algorithm, exact by default, with Fast-dLLM/dInfer caches and commit rules as options; "
       "dream: Dream's reference sampler, or the block decoder when a block-decoder flag such as "
-      "--block-length or --cache is given) or autoregressive (llama: KV cache, sampling chain, "
-      "speculative decoding)\n"
+      "--block-length or --cache is given), block diffusion (sdar: SDAR's decoding, "
+      "--denoising-steps, --remasking low_confidence_dynamic|low_confidence_static|sequential|"
+      "entropy_bounded, --threshold, --eb-threshold; fast_dllm_v2: Fast-dLLM v2's sub-block "
+      "decoding, --small-block-size, --threshold) or autoregressive (llama, qwen2, qwen3: KV "
+      "cache, sampling chain, speculative decoding). -m takes a GGUF file or a Hugging Face "
+      "checkpoint folder\n"
       "examples: unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
       "--steps 64 --block-length 32\n"
       "          unmask generate -p \"Once upon a time\" --cache dual --threshold 0.9\n"
-      "          unmask generate -m ar.gguf -p \"Hello\" -n 64 --spec lookup");
+      "          unmask generate -m ar.gguf -p \"Hello\" -n 64 --spec lookup\n"
+      "          unmask generate -m SDAR-1.7B-Chat/ -p \"Hello\" -n 64 --threshold 0.9");
   generate.AddTo(*gen);
 
   unmask::tools::InspectCommand inspect;
   CLI::App* ins = app.add_subcommand(
-      "inspect", "print a GGUF model's architecture, hyper-parameters, tokenizer and tensors");
+      "inspect",
+      "print a model's (GGUF file or Hugging Face folder) architecture, hyper-parameters, "
+      "tokenizer and tensors");
   inspect.AddTo(*ins);
 
   unmask::tools::BenchCommand bench;
@@ -82,9 +89,10 @@ int main(int argc, char** argv) {
   unmask::tools::ConvertCommand convert;
   CLI::App* cnv = app.add_subcommand(
       "convert",
-      "convert a llama2.c checkpoint and tokenizer to GGUF (llama.cpp's llama layout)\n"
-      "example: unmask convert --llama2c stories260K.bin --tokenizer tok512.bin "
-      "-o stories260K.gguf");
+      "convert a llama2.c checkpoint and tokenizer, or a Hugging Face checkpoint folder, to GGUF\n"
+      "examples: unmask convert --llama2c stories260K.bin --tokenizer tok512.bin "
+      "-o stories260K.gguf\n"
+      "          unmask convert --hf SDAR-1.7B-Chat/ -o sdar-1.7b.gguf");
   convert.AddTo(*cnv);
 
   unmask::tools::ServeCommand serve;

@@ -12,6 +12,7 @@
 #include "common/plan_report.h"
 #include "decode/decoder_factory.h"
 #include "format/gguf.h"
+#include "model/hf_import.h"
 #include "plan/model_presets.h"
 
 namespace unmask::tools {
@@ -22,7 +23,7 @@ constexpr const char* kWho = "unmask plan";
 // A preset id or a GGUF file (its hyper-parameters only; no weights are read).
 StatusOr<PlanModel> ResolveModel(const std::string& spec) {
   if (spec.size() > 5 && spec.substr(spec.size() - 5) == ".gguf") {
-    UNMASK_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(spec));
+    UNMASK_ASSIGN_OR_RETURN(auto file, OpenModelFile(spec));
     UNMASK_ASSIGN_OR_RETURN(ModelConfig c, ReadModelConfig(*file));
     c.tied_output = file->FindTensor("output.weight") == nullptr;
     return PlanModel{std::filesystem::path(spec).stem().string(), c, spec};

@@ -8,6 +8,7 @@
 
 #include "common/cli_util.h"
 #include "format/gguf.h"
+#include "model/hf_import.h"
 #include "tokenizer/tokenizer.h"
 
 namespace unmask::tools {
@@ -52,7 +53,7 @@ int TokenizeCommand::Run() const {
   }
   auto path = model.Path();
   if (!path.ok()) return FailWith(kWho, path.status());
-  auto f = gguf::GgufFile::Open(*path);
+  auto f = OpenModelFile(*path);
   if (!f.ok()) return FailWith(kWho, f.status());
   auto tok = Tokenizer::FromGguf(**f);
   if (!tok.ok()) return FailWith(kWho, tok.status());
