@@ -297,6 +297,9 @@ TEST(HfTokenizerErrorsTest, UnsupportedFeaturesAreUnimplemented) {
               With(b, "/post_processor", With(two_before, "/special_tokens", Json::object())),
               kDataLoss, {"post_processor.special_tokens has no entry 'h'"});
   const Json one_before = With(two_before, "/single/0", kRemove);
+  ExpectError("template-id-range",
+              With(b, "/post_processor", With(one_before, "/special_tokens/h/ids/0", 5000)),
+              kDataLoss, {"post_processor adds id 5000, out of range (the tokenizer has 259"});
   ExpectError("template-bos-mismatch", With(b, "/post_processor", one_before), kUnimplemented,
               {"post_processor adds id 104 before the text, but the configuration names id 97"},
               {{"tokenizer_config.json", R"({"bos_token": "a"})"}});
