@@ -6,6 +6,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# ICU (libicu-dev): Unicode NFC for Hugging Face tokenizers whose normalizer asks for it.
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)
 
 # oneDNN (libdnnl-dev): f32 GEMM with prepacked weights. Debian ships headers + .so without a
 # CMake package config in some versions, so look for the pieces directly.

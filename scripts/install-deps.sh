@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what unmask needs to build and test on Debian 12: compiler and build tools, the libraries
-# (oneDNN, OpenBLAS, PCRE2, nlohmann-json, CLI11, cpp-httplib, GoogleTest, Google Benchmark; Chromium
+# (oneDNN, OpenBLAS, PCRE2, ICU, nlohmann-json, CLI11, cpp-httplib, GoogleTest, Google Benchmark; Chromium
 # and its WebDriver for the playground test) and a Python venv
 # (.venv) with the pinned packages of scripts/requirements.txt for the reference and model scripts.
 # Idempotent: does nothing that is already done. Uses sudo only when not root.
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential g++ cmake ninja-build pkg-config git
-          libdnnl-dev libopenblas-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+          libdnnl-dev libopenblas-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           python3 python3-venv python3-pip python3-torch
           chromium chromium-driver)

@@ -2,10 +2,8 @@
 
 #include <utility>
 
-#if __has_include("tokenizer/tokenizer_hf.h")
+#include "format/hf_checkpoint.h"
 #include "tokenizer/tokenizer_hf.h"
-#define UNMASK_HAVE_HF_TOKENIZER 1
-#endif
 
 namespace unmask {
 
@@ -39,18 +37,52 @@ void AppendVocabKeys(const Vocab& v, std::vector<gguf::MetadataEntry>* md) {
   }
 }
 
+namespace {
+
+// config.json mask_token_id, when it is an integer.
+StatusOr<std::optional<int64_t>> ConfigMaskId(const std::string& dir) {
+  UNMASK_ASSIGN_OR_RETURN(const nlohmann::json config,
+                          format::ReadJsonFile(dir + "/config.json"));
+  if (!config.is_object() || !config.contains("mask_token_id") ||
+      config["mask_token_id"].is_null()) {
+    return std::optional<int64_t>();
+  }
+  if (!config["mask_token_id"].is_number_integer()) {
+    return InvalidArgumentError(dir + "/config.json: mask_token_id must be an integer");
+  }
+  return std::optional<int64_t>(config["mask_token_id"].get<int64_t>());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadHfFolderTokenizer(const std::string& dir) {
+  UNMASK_ASSIGN_OR_RETURN(Vocab vocab, ReadHfTokenizer(dir));
+  UNMASK_ASSIGN_OR_RETURN(const std::optional<int64_t> mask_id, ConfigMaskId(dir));
+  if (mask_id) {
+    if (*mask_id < 0 || *mask_id >= static_cast<int64_t>(vocab.tokens.size())) {
+      return InvalidArgumentError(dir + "/config.json: mask_token_id " + std::to_string(*mask_id) +
+                                  " is not a token of tokenizer.json (" +
+                                  std::to_string(vocab.tokens.size()) + " tokens)");
+    }
+    vocab.mask = static_cast<TokenId>(*mask_id);
+  }
+  auto tok = Tokenizer::FromVocab(std::move(vocab));
+  if (!tok.ok()) return tok.status().WithContext(dir);
+  return tok;
+}
+
 Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,
                          std::vector<gguf::MetadataEntry>* md) {
-#ifdef UNMASK_HAVE_HF_TOKENIZER
   UNMASK_ASSIGN_OR_RETURN(Vocab vocab, ReadHfTokenizer(dir));
   if (mask_id) vocab.mask = static_cast<TokenId>(*mask_id);
+  // ReadHfTokenizer names the regex lists llama.cpp knows (Vocab::pre) and leaves the others "".
+  if (vocab.model == "gpt2" && !vocab.pre_patterns.empty() && vocab.pre.empty()) {
+    return UnimplementedError(dir + "/tokenizer.json: pre_tokenizer's regexes have no llama.cpp "
+                              "name (tokenizer.ggml.pre), so a GGUF file cannot carry them; the "
+                              "folder itself loads (-m " + dir + ")");
+  }
   AppendVocabKeys(vocab, md);
   return Status::Ok();
-#else
-  (void)mask_id;
-  (void)md;
-  return UnimplementedError(dir + ": reading tokenizer.json is not built in");
-#endif
 }
 
 }  // namespace unmask

@@ -20,7 +20,15 @@ namespace unmask {
 // chat template) to `md`.
 void AppendVocabKeys(const Vocab& vocab, std::vector<gguf::MetadataEntry>* md);
 
-// Reads the tokenizer of folder `dir` and appends its keys; `mask_id` (config.json mask_token_id)
+// The tokenizer of folder `dir` with Hugging Face's rules (LoadHfTokenizer), its mask token set by
+// config.json mask_token_id when that is given (SDAR fine-tunes, Dream). Errors: those of
+// ReadHfTokenizer and Tokenizer::FromVocab; InvalidArgument for a mask_token_id that is not a
+// token id.
+StatusOr<std::unique_ptr<Tokenizer>> LoadHfFolderTokenizer(const std::string& dir);
+
+// Reads the tokenizer of folder `dir` and appends its keys (for GGUF files: the fields of a Vocab
+// that have no GGUF key, such as pre_patterns and the NFC normalizer, are not written; a
+// pre-tokenizer without a llama.cpp name is then Unimplemented); `mask_id` (config.json mask_token_id)
 // overrides the tokenizer's mask token. Errors: those of ReadHfTokenizer (naming the file and
 // field); NotFound when the folder has no tokenizer.json.
 Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,

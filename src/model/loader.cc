@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include "model/config.h"
+#include "format/hf_checkpoint.h"
 #include "model/hf_import.h"
+#include "model/hf_vocab_keys.h"
 #include "model/transformer.h"
 
 namespace unmask {
@@ -54,11 +56,16 @@ StatusOr<WeightMode> ChooseWeightMode(const gguf::GgufFile& f, const ModelConfig
 
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options) {
   // A folder is a Hugging Face checkpoint, seen as the GGUF its conversion would write.
-  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> opened, OpenModelFile(path));
+  // The tokenizer of a folder follows Hugging Face's rules (LoadHfFolderTokenizer), which GGUF
+  // keys cannot all carry: the view is built without tokenizer keys.
+  const bool folder = format::IsDirectory(path);
+  UNMASK_ASSIGN_OR_RETURN(
+      std::unique_ptr<gguf::GgufFile> opened,
+      folder ? ImportHfCheckpoint(path, /*with_tokenizer=*/false) : gguf::GgufFile::Open(path));
   std::shared_ptr<const gguf::GgufFile> file(std::move(opened));
   UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
   LoadedModel out;
-  auto tokenizer = Tokenizer::FromGguf(*file);
+  auto tokenizer = folder ? LoadHfFolderTokenizer(path) : Tokenizer::FromGguf(*file);
   if (!tokenizer.ok()) return tokenizer.status();  // its messages name the file and key
   out.tokenizer = std::move(tokenizer).value();
   if (config.needs_mask_token() && out.tokenizer->special().mask == kNoToken) {

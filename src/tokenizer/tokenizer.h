@@ -3,6 +3,8 @@
 //                          (llama.cpp llm_tokenizer_spm);
 //   tokenizer.ggml.model = "gpt2":  byte-level BPE over merges, after the pre-tokenizer regexes
 //                          named by tokenizer.ggml.pre (llama.cpp llm_tokenizer_bpe).
+// Hugging Face checkpoint folders (tokenizer.json, ...) are read into the same Vocab by
+// ReadHfTokenizer (tokenizer_hf.h).
 // Special tokens (bos, eos, eot, pad, mask, unk) always come from the GGUF, never from constants.
 #ifndef UNMASK_TOKENIZER_TOKENIZER_H_
 #define UNMASK_TOKENIZER_TOKENIZER_H_
@@ -46,8 +48,19 @@ enum class TokenType : int32_t {
   kByte = 6,  // "<0xXX>" byte-fallback tokens (SentencePiece)
 };
 
+// How one Hugging Face added token (tokenizer.json `added_tokens[]`) is split out of the text
+// (huggingface/tokenizers tokenizers/src/tokenizer/added_vocabulary.rs).
+struct AddedTokenOptions {
+  TokenId id = kNoToken;
+  bool lstrip = false;      // the match also takes the Unicode whitespace left of it
+  bool rstrip = false;      // ... and right of it
+  bool normalized = false;  // matched in the normalized text (else in the raw text)
+};
+
 // Plain vocabulary data, as stored in the `tokenizer.ggml.*` GGUF keys. Tokenizer::FromGguf reads
-// it from a file; tests and tools may build one in memory and call Tokenizer::FromVocab.
+// it from a file, ReadHfTokenizer (tokenizer_hf.h) from a Hugging Face folder; tests and tools may
+// build one in memory and call Tokenizer::FromVocab. The fields after chat_template have no GGUF
+// key: a GGUF vocabulary leaves them at their defaults, which keep llama.cpp's behaviour.
 struct Vocab {
   std::string model;                 // tokenizer.ggml.model: "llama" (SPM) | "gpt2" (byte BPE)
   std::string pre;                   // tokenizer.ggml.pre (gpt2 only; "" means "default")
@@ -69,6 +82,28 @@ struct Vocab {
   std::optional<bool> add_eos;           // tokenizer.ggml.add_eos_token
   std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix
   std::string chat_template;             // tokenizer.chat_template
+
+  // Text normalization before the pre-tokenizer: "" (none) | "nfc" (Unicode NFC). It applies to
+  // the text between special tokens, never to special tokens themselves.
+  std::string normalizer;
+  // gpt2: when non-empty, these regexes run instead of the patterns of `pre` (same rules: applied
+  // in sequence, `\s` as described in pre_tokenizer.h); `pre` then only names them, and an empty
+  // or unknown `pre` is reported as "custom". The flags below default to those of a known `pre`,
+  // else to false.
+  std::vector<std::string> pre_patterns;
+  // Unset: the default of the pre-tokenizer `pre` (llama.cpp's per-name flags).
+  std::optional<bool> ignore_merges;  // a pre-tokenized word that is a token skips BPE
+  std::optional<bool> clean_spaces;   // clean_up_tokenization_spaces in Decode
+  // gpt2: prepend " " to every text piece between special tokens that does not start with one
+  // (Hugging Face ByteLevel add_prefix_space, when ByteLevel is the first pre-tokenizer).
+  bool byte_level_prefix_space = false;
+  // Set: Hugging Face's added-token rules replace llama.cpp's partition. Exactly these tokens are
+  // split out (their token_types must be kControl or kUserDefined): first those with normalized =
+  // false in the raw text, then the text between them is normalized and those with normalized =
+  // true are split out of it. In each pass the leftmost match wins, the longest at one position
+  // (Aho-Corasick leftmost-longest); a kControl match counts only when Encode's parse_special is
+  // true (and is otherwise kept as text); lstrip/rstrip take the adjacent Unicode whitespace.
+  std::optional<std::vector<AddedTokenOptions>> added_tokens;
 };
 
 struct ChatMessage {
@@ -86,13 +121,19 @@ class Tokenizer {
   // range, malformed merges).
   static StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const gguf::GgufFile& file);
   // Builds the tokenizer from plain data, with the same checks and errors as FromGguf (messages
-  // name the GGUF key of the offending field). Cost: O(num_tokens + num_merges) hash inserts.
+  // name the GGUF key of the offending field, or the Vocab field for those without a key).
+  // Unimplemented for a normalizer other than "" / "nfc", and for pre_patterns,
+  // byte_level_prefix_space or added_tokens with a model other than gpt2; InvalidArgument for
+  // pre_patterns that do not compile. Cost: O(num_tokens + num_merges) hash inserts.
   static StatusOr<std::unique_ptr<Tokenizer>> FromVocab(Vocab vocab);
 
   // Text -> ids. add_special: prepend BOS when special().add_bos (append EOS when add_eos).
   // parse_special: text equal to a control/user-defined token (e.g. "<|eot_id|>") becomes that
   // token; otherwise such text is tokenized as plain text. As in llama.cpp, user-defined tokens
   // (token_type 4) are split out even when parse_special is false, and longer special texts win.
+  // Vocabularies with Vocab::added_tokens (Hugging Face) split by Hugging Face's rules instead
+  // (see Vocab); parse_special = true is the tokenizers crate's default. The normalizer applies
+  // to the text between special tokens.
   // Never fails: invalid UTF-8 is handled like llama.cpp (SentencePiece: byte tokens; byte-level
   // BPE: U+FFFD). Thread-safe (const, no shared mutable state).
   virtual std::vector<TokenId> Encode(std::string_view text, bool add_special,

@@ -23,6 +23,7 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(Vocab&& vocab, PreToke
                                                           PreTokenizer pre_tokenizer) {
   auto tokenizer = std::unique_ptr<BpeTokenizer>(new BpeTokenizer(std::move(pre_tokenizer)));
   tokenizer->ignore_merges_ = spec.ignore_merges;
+  tokenizer->prefix_space_ = vocab.byte_level_prefix_space;
   tokenizer->merge_ranks_.reserve(vocab.merges.size());
   for (size_t i = 0; i < vocab.merges.size(); ++i) {
     const std::string& merge = vocab.merges[i];
@@ -52,7 +53,9 @@ int BpeTokenizer::MergeRank(std::string_view left, std::string_view right) const
 
 void BpeTokenizer::EncodeText(std::string_view raw, bool /*after_special*/,
                               std::vector<TokenId>* out) const {
-  const std::string text = unicode::Sanitize(raw);
+  std::string text = unicode::Sanitize(raw);
+  // Hugging Face ByteLevel add_prefix_space: per piece of text, not once per input.
+  if (prefix_space_ && !text.empty() && text[0] != ' ') text.insert(text.begin(), ' ');
   std::string word;
   for (const std::string_view piece : pre_tokenizer_.Split(text)) {
     word.clear();

@@ -110,6 +110,35 @@ struct Fragment {
   size_t length = 0;
 };
 
+// Hugging Face's added-token matcher for one pass (raw or normalized text): AddedVocabulary
+// find_matches of huggingface/tokenizers (tokenizers/src/tokenizer/added_vocabulary.rs).
+class AddedTokenMatcher {
+ public:
+  struct Entry {
+    std::string text;  // what is matched (the token's content, normalized for the second pass)
+    TokenId id = kNoToken;
+    bool special = false;  // kControl: only a match when parse_special
+    bool lstrip = false;
+    bool rstrip = false;
+  };
+
+  void Add(Entry entry);
+  bool empty() const { return entries_.empty(); }
+  // Splits `text` into fragments (offsets into `text`): the leftmost match first, the longest at
+  // one position, matches never overlap and the scan resumes after each match (also after a
+  // special match skipped because !parse_special, whose text stays in the surrounding fragment).
+  // lstrip/rstrip widen a token's span over adjacent Unicode whitespace, which then belongs to no
+  // fragment. Cost: O(len(text) x tokens sharing a first byte) comparisons.
+  std::vector<Fragment> Split(std::string_view text, bool parse_special) const;
+
+ private:
+  // The longest entry whose text starts at text[at]; nullptr when none.
+  const Entry* LongestAt(std::string_view text, size_t at) const;
+
+  std::vector<Entry> entries_;
+  std::array<std::vector<uint32_t>, 256> by_first_byte_;  // entry indices, longest text first
+};
+
 class VocabTokenizer : public Tokenizer {
  public:
   std::vector<TokenId> Encode(std::string_view text, bool add_special,
@@ -128,12 +157,20 @@ class VocabTokenizer : public Tokenizer {
   // user-defined tokens always, control and unknown tokens only when parse_special; longer tokens
   // first (ties: lower id), each over all raw fragments left to right.
   std::vector<Fragment> Partition(std::string_view text, bool parse_special) const;
+  // Encode under Hugging Face's added-token rules (Vocab::added_tokens), see tokenizer_added.cc.
+  std::vector<TokenId> EncodeWithAddedTokens(std::string_view text, bool add_special,
+                                             bool parse_special) const;
 
  protected:
   // Fills the shared tables from a vocabulary whose array lengths and special ids were checked by
-  // Tokenizer::FromVocab. DataLoss for duplicate tokens, or add_bos/add_eos set without the id.
+  // Tokenizer::FromVocab. DataLoss for duplicate tokens, add_bos/add_eos set without the id, or
+  // added_tokens entries out of range, repeated or not of type control/user-defined.
   Status InitBase(Vocab&& vocab, bool default_add_bos, bool default_add_space_prefix,
                   bool clean_spaces);
+  // The added-token matchers of Vocab::added_tokens (called by InitBase).
+  Status InitAddedTokens(const std::vector<AddedTokenOptions>& added);
+  // `text` (valid UTF-8) as the normalizer leaves it.
+  std::string Normalize(std::string_view text) const;
 
   // Appends the ids of one raw-text fragment. `after_special`: the fragment starts the input or
   // follows a special token (SentencePiece then prepends a space).
@@ -156,10 +193,20 @@ class VocabTokenizer : public Tokenizer {
   std::array<TokenId, 256> byte_tokens_{};
   bool add_space_prefix_ = false;
   bool clean_spaces_ = false;
+  bool nfc_ = false;  // Vocab::normalizer == "nfc"
+  // Vocab::added_tokens was set: the two passes of Hugging Face's added-token split.
+  bool hf_added_tokens_ = false;
+  AddedTokenMatcher added_raw_;
+  AddedTokenMatcher added_normalized_;
 
  private:
   // Appends the piece of token `id` (in range) as llama.cpp token_to_piece.
   void AppendPiece(TokenId id, bool render_special, std::string* out) const;
+  // AppendPiece for Hugging Face vocabularies (tokenizer_added.cc): the ByteLevel decoder's rule
+  // for every token, added ones included (huggingface/tokenizers decoders/byte_level.rs): a token
+  // whose characters are all byte stand-ins becomes those bytes, any other stays as it is; control
+  // tokens only when render_special; unused placeholders have no text.
+  void AppendHfPiece(TokenId id, bool render_special, std::string* out) const;
   // Decode with the SentencePiece leading space of the first piece dropped or kept.
   std::string DecodeImpl(std::span<const TokenId> ids, bool skip_special,
                          bool remove_leading_space) const;
@@ -193,6 +240,8 @@ class BpeTokenizer final : public VocabTokenizer {
 
  private:
   explicit BpeTokenizer(PreTokenizer pre_tokenizer) : pre_tokenizer_(std::move(pre_tokenizer)) {}
+  // Vocab::byte_level_prefix_space.
+  bool prefix_space_ = false;
   // Byte-level BPE of one pre-tokenized word (already mapped to GPT-2 byte stand-ins).
   void EncodeWord(std::string_view word, std::vector<TokenId>* out) const;
 

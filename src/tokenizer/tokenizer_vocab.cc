@@ -156,11 +156,42 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocab(Vocab vocab) {
     UNMASK_RETURN_IF_ERROR(CheckSpecialId(id, key, n));
   }
 
-  if (vocab.model == "llama") return SpmTokenizer::Create(std::move(vocab));
+  if (vocab.added_tokens && vocab.model != "gpt2") {
+    return UnimplementedError(
+        "added_tokens (Hugging Face rules) apply to byte-level BPE "
+        "(tokenizer.ggml.model 'gpt2') only");
+  }
+  if (!vocab.normalizer.empty() && vocab.normalizer != "nfc") {
+    return UnimplementedError("unsupported normalizer " + Quote(vocab.normalizer) +
+                              " (supported: '' (none), 'nfc')");
+  }
+
+  if (vocab.model == "llama") {
+    if (vocab.byte_level_prefix_space || !vocab.pre_patterns.empty()) {
+      return UnimplementedError(
+          "byte_level_prefix_space and pre_patterns apply to tokenizer.ggml.model 'gpt2' only");
+    }
+    return SpmTokenizer::Create(std::move(vocab));
+  }
 
   // An empty merge list is valid (a pure byte-level vocabulary); a missing key is checked by
   // FromGguf, as llama.cpp requires the key to exist.
-  UNMASK_ASSIGN_OR_RETURN(PreTokenizerSpec spec, FindPreTokenizerSpec(vocab.pre));
+  PreTokenizerSpec spec;
+  if (vocab.pre_patterns.empty()) {
+    UNMASK_ASSIGN_OR_RETURN(spec, FindPreTokenizerSpec(vocab.pre));
+  } else {
+    // The vocabulary's own patterns; the flags of a known name, else none.
+    StatusOr<PreTokenizerSpec> named = FindPreTokenizerSpec(vocab.pre);
+    if (!vocab.pre.empty() && named.ok()) {
+      spec = std::move(named).value();
+    } else {
+      spec.name = "custom";
+      spec.clean_spaces = false;
+    }
+    spec.patterns = vocab.pre_patterns;
+  }
+  spec.clean_spaces = vocab.clean_spaces.value_or(spec.clean_spaces);
+  spec.ignore_merges = vocab.ignore_merges.value_or(spec.ignore_merges);
   UNMASK_ASSIGN_OR_RETURN(PreTokenizer pre_tokenizer, PreTokenizer::Compile(spec.patterns));
   return BpeTokenizer::Create(std::move(vocab), std::move(spec), std::move(pre_tokenizer));
 }
@@ -168,6 +199,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocab(Vocab vocab) {
 Status VocabTokenizer::InitBase(Vocab&& vocab, bool default_add_bos, bool default_add_space_prefix,
                                 bool clean_spaces) {
   model_ = std::move(vocab.model);
+  nfc_ = vocab.normalizer == "nfc";
   add_space_prefix_ = vocab.add_space_prefix.value_or(default_add_space_prefix);
   clean_spaces_ = clean_spaces;
   chat_template_ = std::move(vocab.chat_template);
@@ -188,6 +220,9 @@ Status VocabTokenizer::InitBase(Vocab&& vocab, bool default_add_bos, bool defaul
   for (size_t i = 0; i < vocab.token_types.size(); ++i) {
     attrs_[i] = AttrOfType(vocab.token_types[i]);
   }
+  // Before the end-of-turn lookup below can mark a token as control: `special` comes from the
+  // types alone.
+  if (vocab.added_tokens) UNMASK_RETURN_IF_ERROR(InitAddedTokens(*vocab.added_tokens));
 
   special_.bos = vocab.bos;
   special_.eos = vocab.eos;
@@ -216,7 +251,8 @@ Status VocabTokenizer::InitBase(Vocab&& vocab, bool default_add_bos, bool defaul
       }
     }
   }
-  if (special_.eot != kNoToken) attrs_[special_.eot] |= kAttrControl;
+  // Hugging Face vocabularies keep the file's notion of special (Decode skips exactly those).
+  if (special_.eot != kNoToken && !hf_added_tokens_) attrs_[special_.eot] |= kAttrControl;
 
   // Phi-3 (llama.cpp keys this on general.name): special tokens swallow whitespace to their right.
   std::string name = vocab.name;
@@ -315,6 +351,7 @@ std::vector<Fragment> VocabTokenizer::Partition(std::string_view text, bool pars
 
 std::vector<TokenId> VocabTokenizer::Encode(std::string_view text, bool add_special,
                                             bool parse_special) const {
+  if (hf_added_tokens_) return EncodeWithAddedTokens(text, add_special, parse_special);
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && special_.add_bos) out.push_back(special_.bos);
@@ -324,7 +361,12 @@ std::vector<TokenId> VocabTokenizer::Encode(std::string_view text, bool add_spec
       out.push_back(fragment.token);
       after_special = true;
     } else {
-      EncodeText(text.substr(fragment.offset, fragment.length), after_special, &out);
+      const std::string_view raw = text.substr(fragment.offset, fragment.length);
+      if (nfc_) {
+        EncodeText(Normalize(unicode::Sanitize(raw)), after_special, &out);
+      } else {
+        EncodeText(raw, after_special, &out);
+      }
       after_special = false;
     }
   }
@@ -333,6 +375,10 @@ std::vector<TokenId> VocabTokenizer::Encode(std::string_view text, bool add_spec
 }
 
 void VocabTokenizer::AppendPiece(TokenId id, bool render_special, std::string* out) const {
+  if (hf_added_tokens_) {
+    AppendHfPiece(id, render_special, out);
+    return;
+  }
   const uint32_t attr = attrs_[id];
   if (attr & (kAttrControl | kAttrUnknown)) {
     if (render_special) out->append(tokens_[id]);

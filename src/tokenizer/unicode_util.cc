@@ -117,6 +117,12 @@ int UnicodeToByte(uint32_t cp) {
   return cp < byte_of.size() ? byte_of[cp] : -1;
 }
 
+bool IsWhitespace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
 size_t IncompleteUtf8Tail(std::string_view text) {
   const size_t n = text.size();
   for (size_t back = 1; back <= 3 && back <= n; ++back) {

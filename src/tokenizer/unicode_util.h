@@ -37,6 +37,16 @@ const std::string& ByteToUnicode(uint8_t b);
 // Inverse of ByteToUnicode on code points: the byte, or -1 when `cp` is not a stand-in.
 int UnicodeToByte(uint32_t cp);
 
+// The Unicode White_Space property: U+0009..U+000D, U+0020, U+0085, U+00A0, U+1680,
+// U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (pre_tokenizer.cc's `\s`, Rust's
+// char::is_whitespace and regex `\s`).
+bool IsWhitespace(uint32_t cp);
+
+// `text` (valid UTF-8: see Sanitize) in Unicode Normalization Form C, computed by ICU's unorm2
+// with the Unicode version of the system's ICU (Debian 12: ICU 72, Unicode 15). ASCII and text
+// that is already NFC come back unchanged. Thread-safe.
+std::string NormalizeNfc(std::string_view text);
+
 // Bytes at the end of `text` that form an incomplete UTF-8 sequence (0-3): what a streaming writer
 // holds back until the next token completes the character.
 size_t IncompleteUtf8Tail(std::string_view text);

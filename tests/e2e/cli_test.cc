@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,37 @@ TEST(CliTest, TokenizeAgreesWithGenerate) {
     expected += (expected.empty() ? "" : " ") + std::to_string(tj["ids"][i].get<int>());
   }
   EXPECT_EQ(plain.out, expected + "\n");
+}
+
+TEST(CliTest, TokenizeWithAHuggingFaceFolder) {
+  // --tokenizer DIR: the folder's tokenizer.json and tokenizer_config.json, no model.
+  const std::string dir = testing::TestDataPath("hf/tokenizers/qwen-style");
+  const Result t = RunCli("tokenize --tokenizer " + dir +
+                          " -p '<|im_start|>user Hi<|im_end|>' --parse-special --json");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto tj = nlohmann::json::parse(t.out);
+  ASSERT_GE(tj["ids"].size(), 3u);
+  EXPECT_EQ(tj["ids"].front(), 1001);
+  EXPECT_EQ(tj["ids"].back(), 1002);
+  // --jsonl: one JSON string per line in, {ids, text, text_special} per line out.
+  const std::string texts = testing::TempDir() + "/hf_texts.jsonl";
+  {
+    std::ofstream out(texts);
+    out << "\"<|MASK|>a\"\n\"cafe\\u0301\"\n";
+  }
+  const Result batch =
+      RunCli("tokenize --tokenizer " + dir + " --jsonl " + texts + " --parse-special");
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  std::istringstream lines(batch.out);
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  const auto first = nlohmann::json::parse(line);
+  EXPECT_EQ(first["ids"][0], 1003);
+  EXPECT_EQ(first["text"], "a");
+  EXPECT_EQ(first["text_special"], "<|MASK|>a");
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["text"], "caf\xC3\xA9");  // NFC
+  EXPECT_FALSE(std::getline(lines, line));
 }
 
 // Steps as the LLaDA reference runs them: more steps than tokens are forwards that commit nothing
@@ -250,7 +282,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCall{"tokenize -m {MODEL}", 1, "nothing to tokenize"},
         BadCall{"tokenize -m {MODEL} -f /nonexistent.txt", 1, "/nonexistent.txt"},
         BadCall{"tokenize -m {MODEL} -p hi -f x.txt", 2, "excludes"},
-        BadCall{"tokenize -m /nonexistent.gguf -p hi", 1, "/nonexistent.gguf"}));
+        BadCall{"tokenize -m /nonexistent.gguf -p hi", 1, "/nonexistent.gguf"},
+        BadCall{"tokenize --tokenizer /nonexistent-dir -p hi", 1,
+                "/nonexistent-dir/tokenizer.json"},
+        BadCall{"tokenize --tokenizer /nonexistent-dir -m {MODEL} -p hi", 2, "excludes"},
+        BadCall{"tokenize -m {MODEL} --jsonl /nonexistent.jsonl", 1, "/nonexistent.jsonl"}));
 
 TEST(CliTest, ErrorsStayOnOneLineAndShort) {
   // A file whose strings carry newlines and terminal escapes: the error quotes them escaped.
