@@ -12,7 +12,8 @@ unless tied). Files are written by the `safetensors` package (`safetensors.numpy
 F32; BF16, which numpy lacks, through the same `safetensors.serialize_file` with dtype "bfloat16"
 and the bits rounded from float32 to nearest-even).
 
-Vocabulary (1024 rows; the tokenizer files are added separately): ids 0..999 text,
+Vocabulary (1024 rows; tokenizer.json and tokenizer_config.json copied from
+tests/data/hf/tokenizers/qwen-style, made by scripts/make_hf_tokenizers.py): ids 0..999 text,
 `<|endoftext|>` 1000, `<|im_start|>` 1001, `<|im_end|>` 1002, `<|MASK|>` 1003, 1004..1023
 padding rows. Weights (numpy default_rng(seed), drawn in tensor order): linear layers
 N(0, (gain / sqrt(fan_in))^2) with gain LINEAR_GAIN, OUT_GAIN for v/o/down (the layers outweigh
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -275,14 +277,23 @@ def _write_json(path: str, obj: dict) -> None:
         f.write(json.dumps(obj, indent=2) + "\n")
 
 
+# The tokenizer every checkpoint uses: scripts/make_hf_tokenizers.py's Qwen-style byte-level BPE
+# (ids 0..999, <|endoftext|> 1000, <|im_start|> 1001, <|im_end|> 1002, <|MASK|> 1003).
+TOKENIZER_DIR = os.path.join(REPO, "tests", "data", "hf", "tokenizers", "qwen-style")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
 def write_checkpoint(folder: str, s: Spec) -> None:
     os.makedirs(folder, exist_ok=True)
+    for fn in TOKENIZER_FILES:
+        shutil.copyfile(os.path.join(TOKENIZER_DIR, fn), os.path.join(folder, fn))
     _write_json(os.path.join(folder, "config.json"), config_json(s))
     _write_json(os.path.join(folder, "generation_config.json"), generation_config_json(s))
     write_weights(folder, s, make_weights(s))
 
 
-WRITTEN = ("config.json", "generation_config.json", "model.safetensors.index.json")
+WRITTEN = ("config.json", "generation_config.json", "model.safetensors.index.json") + \
+    TOKENIZER_FILES
 
 
 def _is_ours(fn: str) -> bool:

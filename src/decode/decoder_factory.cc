@@ -335,7 +335,8 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       p.temperature = o.diffusion.temperature;
       p.seed = o.diffusion.seed;
       if (Given(o, "top_p")) p.top_p = o.ar.sampling.top_p;
-      p.stop_token = model.ids.eot >= 0 ? model.ids.eot : model.ids.eos;
+      // Fast-dLLM v2's stop_token is the end of a chat turn, <|im_end|>: the checkpoints' eos.
+      p.stop_token = model.ids.eos >= 0 ? model.ids.eos : model.ids.eot;
       p.pad_token = model.ids.pad >= 0 ? model.ids.pad : p.stop_token;
       out.fast_dllm_v2 = p;
       UNMASK_ASSIGN_OR_RETURN(FastDllmV2Decoder d,

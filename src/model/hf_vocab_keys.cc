@@ -41,8 +41,7 @@ namespace {
 
 // config.json mask_token_id, when it is an integer.
 StatusOr<std::optional<int64_t>> ConfigMaskId(const std::string& dir) {
-  UNMASK_ASSIGN_OR_RETURN(const nlohmann::json config,
-                          format::ReadJsonFile(dir + "/config.json"));
+  UNMASK_ASSIGN_OR_RETURN(const nlohmann::json config, format::ReadJsonFile(dir + "/config.json"));
   if (!config.is_object() || !config.contains("mask_token_id") ||
       config["mask_token_id"].is_null()) {
     return std::optional<int64_t>();
@@ -77,9 +76,11 @@ Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,
   if (mask_id) vocab.mask = static_cast<TokenId>(*mask_id);
   // ReadHfTokenizer names the regex lists llama.cpp knows (Vocab::pre) and leaves the others "".
   if (vocab.model == "gpt2" && !vocab.pre_patterns.empty() && vocab.pre.empty()) {
-    return UnimplementedError(dir + "/tokenizer.json: pre_tokenizer's regexes have no llama.cpp "
+    return UnimplementedError(dir +
+                              "/tokenizer.json: pre_tokenizer's regexes have no llama.cpp "
                               "name (tokenizer.ggml.pre), so a GGUF file cannot carry them; the "
-                              "folder itself loads (-m " + dir + ")");
+                              "folder itself loads (-m " +
+                              dir + ")");
   }
   AppendVocabKeys(vocab, md);
   return Status::Ok();

@@ -28,9 +28,9 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadHfFolderTokenizer(const std::string& di
 
 // Reads the tokenizer of folder `dir` and appends its keys (for GGUF files: the fields of a Vocab
 // that have no GGUF key, such as pre_patterns and the NFC normalizer, are not written; a
-// pre-tokenizer without a llama.cpp name is then Unimplemented); `mask_id` (config.json mask_token_id)
-// overrides the tokenizer's mask token. Errors: those of ReadHfTokenizer (naming the file and
-// field); NotFound when the folder has no tokenizer.json.
+// pre-tokenizer without a llama.cpp name is then Unimplemented); `mask_id` (config.json
+// mask_token_id) overrides the tokenizer's mask token. Errors: those of ReadHfTokenizer (naming the
+// file and field); NotFound when the folder has no tokenizer.json.
 Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,
                          std::vector<gguf::MetadataEntry>* md);
 

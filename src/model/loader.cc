@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include "model/config.h"
 #include "format/hf_checkpoint.h"
+#include "model/config.h"
 #include "model/hf_import.h"
 #include "model/hf_vocab_keys.h"
 #include "model/transformer.h"

@@ -56,7 +56,7 @@ TEST_P(BlockCliGoldenTest, ReproducesTheReference) {
              std::to_string(g.at("threshold").get<double>());
   }
   const auto r = RunUnmask("generate" + flags + " --json -t 1");
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out.at("output_ids").get<std::vector<int32_t>>(),
             g.at("output_ids").get<std::vector<int32_t>>());
@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, BlockCliGoldenTest,
 
 void ExpectRefused(const std::string& args, const std::string& needle) {
   const auto r = RunUnmask("generate " + args + " --prompt-ids 5,6,7 -n 8 -t 1");
-  EXPECT_NE(r.code, 0) << args;
+  EXPECT_NE(r.exit_code, 0) << args;
   EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
 }
@@ -98,8 +98,8 @@ TEST(BlockCliTest, StepsMeansDenoisingStepsPerBlock) {
       "-m " + testing::TestDataPath("hf/sdar-tiny-f32") + " --prompt-ids 5,6,7,8 -n 8 --json -t 1";
   const auto a = RunUnmask("generate " + sdar + " --steps 2");
   const auto b = RunUnmask("generate " + sdar + " --denoising-steps 2");
-  ASSERT_EQ(a.code, 0) << a.err;
-  ASSERT_EQ(b.code, 0) << b.err;
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
   const nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
   EXPECT_EQ(ja.at("output_ids"), jb.at("output_ids"));
   EXPECT_EQ(ja.at("params").at("denoising_steps"), 2);

@@ -60,10 +60,14 @@ int InspectCommand::Run() const {
     c.tied_output = f.FindTensor("output.weight") == nullptr;
     std::printf("architecture: %s%s%s\n", c.architecture.c_str(),
                 c.name.empty() ? "" : "  name: ", c.name.c_str());
-    std::printf("  attention %s, %s\n",
-                c.attention == AttentionKind::kBidirectional ? "bidirectional (diffusion)"
-                                                             : "causal (autoregressive)",
-                c.tied_output ? "output tied to token_embd" : "separate output weight");
+    const std::string attention =
+        c.attention == AttentionKind::kBidirectional ? "bidirectional (diffusion)"
+        : c.attention == AttentionKind::kBlockCausal
+            ? "block-causal (block diffusion, block_length " + std::to_string(c.block_length) + ")"
+            : "causal (autoregressive)";
+    std::printf("  attention %s, %s%s\n", attention.c_str(),
+                c.tied_output ? "output tied to token_embd" : "separate output weight",
+                c.shift_logits ? ", shifted logits" : "");
     std::printf("  hidden %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, ffn %lld\n",
                 static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_layers),
                 static_cast<long long>(c.num_heads), static_cast<long long>(c.num_kv_heads),
