@@ -288,4 +288,11 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
   return Status::Ok();
 }
 
+std::span<const int32_t> BlockDiffusionDecoder::committed() const {
+  const std::span<const int32_t> gen = Decoder::committed();  // up to the first mask
+  if (Done()) return gen;
+  const int64_t finished = std::max<int64_t>(BlockStart() - prompt_length_, 0);
+  return gen.first(std::min(gen.size(), static_cast<size_t>(finished)));
+}
+
 }  // namespace unmask

@@ -86,6 +86,9 @@ class BlockDiffusionDecoder final : public Decoder {
   std::span<const int32_t> canvas() const { return canvas_; }
   // [num_blocks * B - prompt_length]: everything after the prompt, mask id where still masked.
   std::span<const int32_t> generated() const override;
+  // The streaming view: the generated positions of finished blocks only (a block's tokens can
+  // still change until it is finished: the over-commit rewrite), up to the first mask.
+  std::span<const int32_t> committed() const override;
   int64_t nfe() const override { return nfe_; }
   int64_t step_positions() const override { return params_.block_length; }
   int64_t current_block() const { return block_; }

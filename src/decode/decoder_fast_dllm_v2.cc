@@ -294,4 +294,11 @@ Status FastDllmV2Decoder::Update(const TensorView& logits, DecodeStep* step) {
   return Status::Ok();
 }
 
+std::span<const int32_t> FastDllmV2Decoder::committed() const {
+  const std::span<const int32_t> gen = Decoder::committed();  // up to the first mask
+  if (Done()) return gen;
+  const int64_t finished = std::max<int64_t>(BlockStart() - prompt_length_, 0);
+  return gen.first(std::min(gen.size(), static_cast<size_t>(finished)));
+}
+
 }  // namespace unmask

@@ -81,6 +81,9 @@ class FastDllmV2Decoder final : public Decoder {
   int32_t mask_id() const override { return mask_id_; }
   int64_t prompt_length() const override { return prompt_length_; }
   std::span<const int32_t> generated() const override;
+  // The streaming view: the generated positions of finished blocks only (a block's tokens can
+  // still change until it is finished: the over-commit rewrite), up to the first mask.
+  std::span<const int32_t> committed() const override;
   int64_t nfe() const override { return nfe_; }
   int64_t step_positions() const override { return params_.block_size; }
   int64_t current_block() const { return block_; }

@@ -93,6 +93,8 @@ TEST(BlockDiffusionDecoderTest, PlansPrefillThenBlockStepsThenStore) {
     return std::pair<int32_t, float>{static_cast<int32_t>(pos), 5.0f};
   });
   EXPECT_EQ(st.committed_positions, (std::vector<int32_t>{6}));
+  // Block 1 is full but not finished (its store forward comes next): nothing streams yet.
+  EXPECT_TRUE(d->committed().empty());
   // No masks left: the store forward (no logits), then block 2.
   plan = d->Plan();
   ASSERT_TRUE(plan.ok());
@@ -100,6 +102,7 @@ TEST(BlockDiffusionDecoderTest, PlansPrefillThenBlockStepsThenStore) {
   EXPECT_EQ((*plan)->sequences[0].pos0, 4);
   ASSERT_TRUE(d->Update(TensorView{none.data(), DType::kF32, Shape{0, kVocab}}, nullptr).ok());
   EXPECT_EQ(d->current_block(), 2);
+  EXPECT_EQ(d->committed().size(), 2u);  // block 1's generated positions 6, 7
   for (int i = 0; i < 4; ++i) {
     Step(*d, [](int64_t pos) {
       return std::pair<int32_t, float>{static_cast<int32_t>(pos), 4.0f};
