@@ -90,9 +90,13 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
   for (size_t i = 0; i < options_.model_paths.size(); ++i) {
     auto m = std::make_unique<ServedModel>();
     m->path = options_.model_paths[i];
+    // The file's stem, or a checkpoint folder's name ("SDAR-1.7B-Chat/" -> SDAR-1.7B-Chat).
+    std::string trimmed = m->path;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    const std::filesystem::path p(trimmed);
     m->id = i < options_.aliases.size() && !options_.aliases[i].empty()
                 ? options_.aliases[i]
-                : std::filesystem::path(m->path).stem().string();
+                : (std::filesystem::is_directory(p) ? p.filename() : p.stem()).string();
     for (const auto& other : models) {
       if (other->id == m->id) {
         return InvalidArgumentError("two models have the id '" + m->id +
