@@ -100,6 +100,12 @@ class Decoder {
   virtual int64_t step_positions() const = 0;
 };
 
+// Shared checks of the decoders' Create and Update. InvalidArgument: a mask id outside
+// [0, vocab_size); a prompt id outside the vocabulary (naming its index); logits that are not f32
+// [rows, vocab_size].
+Status CheckMaskAndPrompt(int32_t mask_id, std::span<const int32_t> prompt, int64_t vocab_size);
+Status CheckLogitsShape(const TensorView& logits, int64_t rows, int64_t vocab_size);
+
 }  // namespace unmask
 
 #endif  // UNMASK_DECODE_DECODER_H_

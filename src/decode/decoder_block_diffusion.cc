@@ -103,17 +103,7 @@ StatusOr<BlockDiffusionDecoder> BlockDiffusionDecoder::Create(const BlockParams&
                                                               int64_t vocab_size, int32_t kv_seq) {
   const int64_t lp = static_cast<int64_t>(prompt.size());
   UNMASK_RETURN_IF_ERROR(ValidateBlockParams(params, lp, context_length));
-  if (mask_id < 0 || mask_id >= vocab_size) {
-    return InvalidArgumentError("mask token id " + std::to_string(mask_id) +
-                                " is outside the vocabulary [0, " + std::to_string(vocab_size) +
-                                ")");
-  }
-  for (size_t i = 0; i < prompt.size(); ++i) {
-    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
-      return InvalidArgumentError("prompt token " + std::to_string(prompt[i]) + " at index " +
-                                  std::to_string(i) + " is outside the vocabulary");
-    }
-  }
+  UNMASK_RETURN_IF_ERROR(CheckMaskAndPrompt(mask_id, prompt, vocab_size));
   BlockDiffusionDecoder d;
   d.params_ = params;
   d.schedule_ = BlockTransferSchedule(params.block_length, params.denoising_steps);
@@ -195,11 +185,7 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
   if (Done()) return FailedPreconditionError("BlockDiffusionDecoder::Update after Done()");
   if (!planned_) return FailedPreconditionError("BlockDiffusionDecoder::Update without Plan()");
   const int64_t rows = static_cast<int64_t>(plan_rows_.size());
-  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
-      logits.shape[1] != vocab_size_) {
-    return InvalidArgumentError("logits must be f32 [" + std::to_string(rows) + ", " +
-                                std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
-  }
+  UNMASK_RETURN_IF_ERROR(CheckLogitsShape(logits, rows, vocab_size_));
   planned_ = false;
   DecodeStep local;
   DecodeStep& out = step != nullptr ? *step : local;

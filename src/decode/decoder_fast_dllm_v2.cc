@@ -112,16 +112,7 @@ StatusOr<FastDllmV2Decoder> FastDllmV2Decoder::Create(const FastDllmV2Params& pa
                                                       int32_t kv_seq) {
   const int64_t lp = static_cast<int64_t>(prompt.size());
   UNMASK_RETURN_IF_ERROR(ValidateFastDllmV2Params(params, lp, context_length));
-  if (mask_id < 0 || mask_id >= vocab_size) {
-    return InvalidArgumentError("mask token id " + std::to_string(mask_id) +
-                                " is outside the vocabulary");
-  }
-  for (size_t i = 0; i < prompt.size(); ++i) {
-    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
-      return InvalidArgumentError("prompt token " + std::to_string(prompt[i]) + " at index " +
-                                  std::to_string(i) + " is outside the vocabulary");
-    }
-  }
+  UNMASK_RETURN_IF_ERROR(CheckMaskAndPrompt(mask_id, prompt, vocab_size));
   FastDllmV2Decoder d;
   d.params_ = params;
   if (d.params_.pad_token < 0) d.params_.pad_token = d.params_.stop_token;
@@ -208,11 +199,7 @@ Status FastDllmV2Decoder::Update(const TensorView& logits, DecodeStep* step) {
   if (Done()) return FailedPreconditionError("FastDllmV2Decoder::Update after Done()");
   if (!planned_) return FailedPreconditionError("FastDllmV2Decoder::Update without Plan()");
   const int64_t rows = static_cast<int64_t>(plan_rows_.size());
-  if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
-      logits.shape[1] != vocab_size_) {
-    return InvalidArgumentError("logits must be f32 [" + std::to_string(rows) + ", " +
-                                std::to_string(vocab_size_) + "], got " + logits.shape.ToString());
-  }
+  UNMASK_RETURN_IF_ERROR(CheckLogitsShape(logits, rows, vocab_size_));
   planned_ = false;
   DecodeStep local;
   DecodeStep& out = step != nullptr ? *step : local;
