@@ -150,15 +150,36 @@ StatusOr<RouteDecision> Engine::Route(std::span<const GenerationRequest* const> 
     RouteCandidate c{i, name(i), scheduler_->Load(i)};
     c.prompt_tokens = static_cast<int64_t>(g->prompt.size());
     rr.max_tokens = g->max_tokens;
-    if (model(i).model->config().is_diffusion()) {
+    const ModelConfig& config = model(i).model->config();
+    if (config.is_diffusion()) {
       // As the diffusion engine will run it: the factory's canvas rule and default steps.
       auto p = SettleDiffusionParams(*g);
       if (p.ok()) {
         rr.diffusion = *p;
-        if (SelectDecoder(model(i).model->config(), *g) == DecoderKind::kDream) {
+        if (SelectDecoder(config, *g) == DecoderKind::kDream) {
           rr.diffusion.gen_length = rr.diffusion.block_length = g->max_tokens;
         }
       }
+    } else if (config.is_block_diffusion()) {
+      // Block diffusion, as its decoder will run it (is_diffusion() is false for these models).
+      BlockRoute b;
+      if (SelectDecoder(config, *g) == DecoderKind::kBlockDiffusion) {
+        auto p = SettleBlockParams(decoder_model(i), *g);
+        if (p.ok()) {
+          b.block_length = p->block_length;
+          b.steps_per_block = p->denoising_steps;
+          b.fixed_steps = p->remasking == BlockRemasking::kSequential ||
+                          p->remasking == BlockRemasking::kLowConfidenceStatic;
+        }
+      } else {
+        // Fast-dLLM v2 (MakeDecoder's rule for block_size): threshold commits, at worst one token
+        // per step.
+        b.block_length =
+            Given(*g, "block_length") ? g->diffusion.block_length : config.block_length;
+        b.steps_per_block = b.block_length;
+        b.fixed_steps = false;
+      }
+      c.block = b;
     }
     // One engine thread steps every model in turn: the others' forwards delay each step.
     for (size_t j = 0; j < models_.size(); ++j) {

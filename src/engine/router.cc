@@ -12,6 +12,20 @@ std::string Ms(double v) {
   return buf;
 }
 
+// Forwards after the prefill of a block-diffusion request (router.h): n blocks, each of at most
+// steps + 1 forwards (denoising + store), at least 2.
+double BlockForwards(const BlockRoute& b, const EngineLoad& load, int64_t prompt, int64_t tokens,
+                     bool has_prefill) {
+  const int64_t l = std::max<int64_t>(b.block_length, 1);
+  const auto blocks = static_cast<double>((prompt + tokens + l - 1) / l - prompt / l);
+  const double upper = blocks * static_cast<double>(std::max<int64_t>(b.steps_per_block, 1) + 1);
+  if (b.fixed_steps || load.tokens_per_forward_requests == 0) return upper;
+  const double measured =
+      static_cast<double>(tokens) / std::max(load.diffusion_tokens_per_forward, 1e-3) -
+      (has_prefill ? 1.0 : 0.0);
+  return std::clamp(measured, 2 * blocks, upper);
+}
+
 }  // namespace
 
 RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load,
@@ -20,7 +34,19 @@ RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load,
   const double tokens = static_cast<double>(std::max<int64_t>(req.max_tokens, 1));
   double service = 0;
   double positions = 0;  // this request's positions fed over its whole life
-  if (load.diffusion) {
+  const double fed = static_cast<double>(load.running_positions);  // by the batch already
+  if (load.block_diffusion) {
+    const int64_t l = std::max<int64_t>(req.block.block_length, 1);
+    const int64_t whole = req.prompt_tokens / l * l;  // the prompt's whole blocks: one prefill
+    const double after = BlockForwards(req.block, load, req.prompt_tokens,
+                                       std::max<int64_t>(req.max_tokens, 1), whole > 0);
+    const double block = static_cast<double>(l);
+    if (whole > 0) {
+      service += load.cost.Ms(fed + static_cast<double>(whole)) + shared_step_ms;
+    }
+    service += after * (load.cost.Ms(fed + block) + shared_step_ms);
+    positions = static_cast<double>(whole) + after * block;
+  } else if (load.diffusion) {
     const DiffusionParams& p = req.diffusion;
     const double gen = static_cast<double>(std::max<int64_t>(p.gen_length, 1));
     const double nfe = p.commit == CommitRule::kFixed
@@ -51,6 +77,7 @@ RouteDecision Route(const RouteRequest& req, std::span<const RouteCandidate> can
   for (const RouteCandidate& c : candidates) {
     RouteRequest mine = req;
     if (c.prompt_tokens >= 0) mine.prompt_tokens = c.prompt_tokens;
+    if (c.block) mine.block = *c.block;
     pred.push_back(PredictRoute(mine, c.load, c.shared_step_ms));
     d.predicted_ms.emplace_back(c.name, pred.back().latency_ms);
   }

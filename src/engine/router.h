@@ -11,12 +11,21 @@
 //   diffusion: queue + NFE x forward(P + positions per step), NFE = steps (fixed commit rule) or
 //              gen_length / measured tokens per forward (dynamic rules); positions per step = the
 //              canvas (no cache) or the block (cached modes)
+//   block diffusion (SDAR, Fast-dLLM v2; blocks of L positions aligned to position 0):
+//              queue + [prefill forward(P + the prompt's whole blocks), when it has one] +
+//              F x forward(P + L), with n = the blocks decoded (the first holds the prompt's
+//              tail) and F = n x (steps per block + 1 store forward) for a fixed quota schedule
+//              (SDAR's static and sequential strategies), else (threshold rules) max_tokens /
+//              the measured tokens per forward of the model's finished requests minus the
+//              prefill, clamped to [2n, n x (steps + 1)], or n x (steps + 1) before any request
+//              finished (the rule commits at least the quota per step: an upper bound)
 //   queue:     requests ahead / max_batch x the larger of the request's own service time and the
 //              measured mean service time of the model's completed requests
 // and every step also waits for the other models' forwards (one engine thread steps them all).
 #ifndef UNMASK_ENGINE_ROUTER_H_
 #define UNMASK_ENGINE_ROUTER_H_
 
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -27,11 +36,22 @@
 
 namespace unmask {
 
+// How a block-diffusion engine would run a request (Engine::Route settles it per model with the
+// factory's rules).
+struct BlockRoute {
+  int64_t block_length = 4;     // L: positions of a block, fed by every forward after the prefill
+  int64_t steps_per_block = 4;  // denoising forwards per block, at most (SDAR: denoising_steps;
+                                // Fast-dLLM v2: L, one token per step at worst)
+  bool fixed_steps = true;      // every block takes exactly steps_per_block (SDAR static and
+                                // sequential); false: threshold rules, measured
+};
+
 struct RouteRequest {
   int64_t prompt_tokens = 0;
   int64_t max_tokens = 16;
   double latency_target_ms = 2000;
   DiffusionParams diffusion;  // as the diffusion engine would run it (gen_length, steps resolved)
+  BlockRoute block;           // as a block-diffusion engine would run it (RouteCandidate::block)
 };
 
 struct RouteCandidate {
@@ -44,12 +64,17 @@ struct RouteCandidate {
   double shared_step_ms = 0;
   // The request's prompt length with this model's tokenizer (-1: RouteRequest::prompt_tokens).
   int64_t prompt_tokens = -1;
+  // This block-diffusion model's settled parameters (none: RouteRequest::block).
+  std::optional<BlockRoute> block = std::nullopt;
 };
 
 struct RoutePrediction {
   double latency_ms = 0;            // predicted end-to-end
   double compute_ms_per_token = 0;  // machine time per returned token
 };
+// The prediction for `req` on a model with `load` (the cost model above; load.block_diffusion
+// selects the block-diffusion one, else load.diffusion the full-canvas one). shared_step_ms: see
+// RouteCandidate.
 RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load,
                              double shared_step_ms = 0);
 

@@ -81,6 +81,7 @@ StatusOr<size_t> Scheduler::AddModel(const EngineModel& m) {
   ms->load.cost.ms_per_position = std::max(0.0, (tb - t1) / static_cast<double>(big - 1));
   ms->load.cost.overhead_ms = std::max(0.0, t1 - ms->load.cost.ms_per_position);
   ms->load.diffusion = ms->diffusion;
+  ms->load.block_diffusion = m.model->config().is_block_diffusion();
   ms->load.max_batch = options_.max_batch;
   std::lock_guard<std::mutex> lock(mu_);
   models_.push_back(std::move(ms));
@@ -359,6 +360,7 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
       ms.tpf_sum += a.stats.tokens_per_forward();
       ++ms.tpf_count;
       ms.load.diffusion_tokens_per_forward = ms.tpf_sum / static_cast<double>(ms.tpf_count);
+      ms.load.tokens_per_forward_requests = ms.tpf_count;
     }
   }
   if (a.slot >= 0 && a.slot < static_cast<int32_t>(ms.slot_used.size())) {

@@ -63,13 +63,15 @@ struct ForwardTotals {
 
 // Live load of one model (for the router and /metrics).
 struct EngineLoad {
-  bool diffusion = false;
+  bool diffusion = false;         // a diffusion model, full-canvas or block (needs a mask token)
+  bool block_diffusion = false;   // a block-diffusion (block-causal) model
   int64_t waiting = 0;            // queued, not yet running
   int64_t running = 0;            // in the running batch
   int64_t running_positions = 0;  // positions fed by the last forward
   int64_t max_batch = 0;
   ForwardCostModel cost;
   double diffusion_tokens_per_forward = 1;  // running average over finished diffusion requests
+  int64_t tokens_per_forward_requests = 0;  // finished requests in that average (0: none yet)
   double last_forward_ms = 0;               // wall time of the last forward
   double mean_service_ms = 0;  // admission -> finish of completed requests (EMA, weight 0.2)
   ForwardTotals totals;

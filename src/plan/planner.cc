@@ -28,8 +28,10 @@ struct Costing {
   // One forward; returns its time in ms.
   double Forward(int64_t positions, int64_t logit_rows, int64_t cached, bool writes_cache) {
     const double b = static_cast<double>(batch);
-    const bool bidirectional = model.is_diffusion();
-    const double flops = b * model.ForwardFlops(positions, logit_rows, bidirectional, cached);
+    // The last layer pruned to the logit rows, as TransformerModel runs every diffusion model
+    // (full-canvas and block-causal alike); AR forwards are costed unpruned.
+    const bool prune = model.needs_mask_token();
+    const double flops = b * model.ForwardFlops(positions, logit_rows, prune, cached);
     const double bytes =
         weight_bytes +
         b * (model.ForwardKvBytes(positions, cached, writes_cache, machine.kv_bytes_per_element) +
@@ -101,6 +103,36 @@ void ProjectDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projec
   p.tokens_per_forward = static_cast<double>(w.gen_length) / forwards;
 }
 
+// SDAR (decoder_block_diffusion.h): one forward of the prompt's whole blocks (no logits), then per
+// block its share of the request's forwards, each feeding the block's B positions against the
+// cached prefix; the last of a block's forwards is its store forward (no logits), the others ask
+// for the block's rows. The forwards after the prefill are gen / tokens_per_forward (minus the
+// prefill), at least two per block (one denoising step and the store), spread evenly over the
+// blocks.
+void ProjectBlockDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projection& p) {
+  const int64_t n = e.block_length;
+  const int64_t whole = w.prompt_length / n * n;
+  const int64_t blocks = (w.prompt_length + w.gen_length + n - 1) / n - w.prompt_length / n;
+  double forwards = 0;
+  if (whole > 0) {
+    c.Forward(whole, 0, 0, true);
+    forwards += 1;
+  }
+  const auto total = static_cast<int64_t>(
+      std::ceil(static_cast<double>(w.gen_length) / e.tokens_per_forward - 1e-9));
+  const int64_t after = std::max<int64_t>(total - (whole > 0 ? 1 : 0), 2 * blocks);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t mine = (b + 1) * after / blocks - b * after / blocks;
+    for (int64_t j = 0; j < mine; ++j) {
+      c.Forward(n, j + 1 < mine ? n : 0, whole + b * n, true);
+      forwards += 1;
+    }
+    if (b == 0) p.ttft_ms = c.total_ms;
+  }
+  p.forwards = forwards;
+  p.tokens_per_forward = static_cast<double>(w.gen_length) / forwards;
+}
+
 }  // namespace
 
 double MachineRates::FlopsAt(double rows) const {
@@ -118,6 +150,16 @@ double MachineRates::FlopsAt(double rows) const {
 }
 
 Status ValidateEngineSpec(const EngineSpec& e) {
+  if (e.kind == EngineKind::kBlockDiffusion) {
+    if (e.block_length < 1) return InvalidArgumentError("block_length must be >= 1");
+    if (!(e.tokens_per_forward > 0.0 &&
+          e.tokens_per_forward <= static_cast<double>(e.block_length))) {
+      return InvalidArgumentError(
+          "block diffusion: tokens_per_forward must be in (0, "
+          "block_length] (got " +
+          Num(e.tokens_per_forward) + ", block " + std::to_string(e.block_length) + ")");
+    }
+  }
   if (e.kind == EngineKind::kDiffusion) {
     if (e.block_length < 1) return InvalidArgumentError("block_length must be >= 1");
     if (!(e.tokens_per_forward >= 1.0 &&
@@ -160,8 +202,12 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   p.batch = batch;
   const double weight_bytes =
       static_cast<double>(model.NumParameters()) * machine.weight_bytes_per_parameter;
-  const int64_t n = engine.diffusion() ? engine.block_length : 1;
-  const int64_t canvas = workload.prompt_length + (workload.gen_length + n - 1) / n * n;
+  const bool block = engine.block_diffusion();
+  const int64_t n = engine.diffusion() || block ? engine.block_length : 1;
+  // Block diffusion: the canvas ends with the block holding prompt + output (blocks aligned to
+  // position 0); full-canvas diffusion: the output rounded up to whole blocks.
+  const int64_t canvas = block ? (workload.prompt_length + workload.gen_length + n - 1) / n * n
+                               : workload.prompt_length + (workload.gen_length + n - 1) / n * n;
   const double kv = engine.diffusion() && engine.cache == DiffusionCache::kNone
                         ? 0.0
                         : model.KvCacheBytes(canvas, machine.kv_bytes_per_element);
@@ -170,16 +216,20 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   // for the rows scored (a block, or the prompt's last row and the drafts).
   const double d = static_cast<double>(model.hidden_size);
   const double f = static_cast<double>(model.ffn_size);
-  const double fed = static_cast<double>(engine.diffusion() ? canvas : workload.prompt_length);
+  const double fed =
+      block ? static_cast<double>(std::max(workload.prompt_length / n * n, n))
+            : static_cast<double>(engine.diffusion() ? canvas : workload.prompt_length);
   const double rows =
-      static_cast<double>(engine.diffusion() ? engine.block_length : engine.draft_max + 1);
+      static_cast<double>(engine.diffusion() || block ? engine.block_length : engine.draft_max + 1);
   const double activations = fed * (6 * d + 3 * f) * machine.activation_bytes_per_element +
                              rows * static_cast<double>(model.vocab_size) * 4.0;
   p.fits_memory =
       machine.memory_bytes <= 0 ||
       weight_bytes + static_cast<double>(batch) * (kv + activations) <= machine.memory_bytes;
   Costing c{model, machine, batch, weight_bytes, &p};
-  if (engine.diffusion()) {
+  if (block) {
+    ProjectBlockDiffusion(engine, workload, c, p);
+  } else if (engine.diffusion()) {
     ProjectDiffusion(engine, workload, c, p);
   } else {
     ProjectAr(engine, workload, c, p);
@@ -196,9 +246,10 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
 
 int64_t CrossoverBatch(const std::vector<EngineSpec>& engines, const std::vector<Projection>& rows,
                        const std::vector<int64_t>& batches) {
+  // Full-canvas and block diffusion alike are the other side of the comparison.
   auto diffusion = [&](const std::string& name) {
     for (const EngineSpec& e : engines) {
-      if (e.name == name) return e.diffusion();
+      if (e.name == name) return !e.ar_family();
     }
     return false;
   };

@@ -38,7 +38,9 @@ struct MachineRates {
   }
 };
 
-enum class EngineKind { kAr, kArSpeculative, kDiffusion };
+// kDiffusion: full-canvas diffusion (LLaDA, Dream); kBlockDiffusion: block-causal diffusion with
+// an exact block KV cache (SDAR; decoding.md "Block diffusion").
+enum class EngineKind { kAr, kArSpeculative, kDiffusion, kBlockDiffusion };
 enum class DiffusionCache { kNone, kPrefix, kDual };
 
 // One decoding engine configuration.
@@ -56,15 +58,23 @@ struct EngineSpec {
   // LLaDA decoding with steps == gen_length: 1). Cache: kNone feeds the whole canvas every forward
   // (LLaDA reference); kPrefix / kDual refresh every K/V with one full forward per block, then
   // feed the block and what follows it (prefix) or only the block (dual) — Fast-dLLM.
+  // kBlockDiffusion: block_length is the model's attention block B and tokens_per_forward the
+  // output tokens per forward over all of a request's forwards — the prefill of the prompt's whole
+  // blocks and each block's store forward included (SDAR at one token per step: B / (B + 1)).
+  // Every forward after the prefill feeds one block of B positions against the cached prefix.
   int64_t block_length = 32;
   double tokens_per_forward = 1;
   DiffusionCache cache = DiffusionCache::kNone;
 
+  // Full-canvas diffusion only (kBlockDiffusion is not).
   bool diffusion() const { return kind == EngineKind::kDiffusion; }
+  bool block_diffusion() const { return kind == EngineKind::kBlockDiffusion; }
+  bool ar_family() const { return kind == EngineKind::kAr || kind == EngineKind::kArSpeculative; }
 };
 
-// Error unless the spec is usable: block_length >= 1, tokens_per_forward in [1, block_length],
-// draft_max >= 1 and tokens_per_verify in [1, draft_max + 1] for speculation, draft_cost >= 0.
+// Error unless the spec is usable: block_length >= 1, tokens_per_forward in [1, block_length]
+// (kBlockDiffusion: in (0, block_length]), draft_max >= 1 and tokens_per_verify in
+// [1, draft_max + 1] for speculation, draft_cost >= 0.
 Status ValidateEngineSpec(const EngineSpec& e);
 
 struct Workload {
@@ -97,9 +107,9 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
                              const Workload& workload, const MachineRates& machine, int64_t batch);
 
 // The smallest batch in `batches` (ascending) from which the best AR-family projection (kAr,
-// kArSpeculative) has at least the tokens/s of the best diffusion one (batches[0] when AR is
-// ahead from the start), -1 when it never catches up. `rows` holds projections of `engines`;
-// projections that do not fit in memory are left out.
+// kArSpeculative) has at least the tokens/s of the best diffusion one, full-canvas or block
+// (batches[0] when AR is ahead from the start), -1 when it never catches up. `rows` holds
+// projections of `engines`; projections that do not fit in memory are left out.
 int64_t CrossoverBatch(const std::vector<EngineSpec>& engines, const std::vector<Projection>& rows,
                        const std::vector<int64_t>& batches);
 

@@ -1,5 +1,5 @@
-// `unmask plan` and `unmask bench arena` from the command line: the reports, their files, and
-// one-line errors for bad input.
+// `unmask plan` and `unmask bench arena` from the command line: the reports, their files (block
+// rows on a tiny SDAR fixture, both judges), and one-line errors for bad input.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "e2e/cli_runner.h"
+#include "fixtures/tiny_llada.h"
 #include "test_util.h"
 
 namespace unmask {
@@ -102,6 +103,115 @@ TEST(PlanCliTest, LatencyTargetAndPriceOverride) {
   }
 }
 
+// A tiny random model of the fixture byte tokenizer: "sdar" (block 4) or "llama" (causal).
+std::string TinyModel(const std::string& arch) {
+  testing::TinyLladaSpec spec;
+  spec.architecture = arch;
+  spec.hidden = 32;
+  spec.ffn = 64;
+  spec.context = 512;
+  if (arch == "sdar") {
+    spec.qk_norm = true;
+    spec.head_dim = 16;
+  }
+  const std::string path = testing::TempDir() + "/arena_cli_tiny_" + arch + ".gguf";
+  EXPECT_EQ(testing::WriteTinyLlada(spec, path), "");
+  return path;
+}
+
+std::string TinyPrompts() {
+  const std::string path = testing::TempDir() + "/arena_block_prompts.txt";
+  std::ofstream(path) << "Once upon a time there was a little girl named Lily who loved to play.\n"
+                         "Tom had a red ball and he liked to throw it high into the blue sky.\n";
+  return path;
+}
+
+TEST(ArenaCliTest, BlockModesOnATinySdarWithBothJudges) {
+  // Random weights: the rows test the plumbing, their quality numbers mean nothing.
+  const std::string dir = testing::TempDir() + "/arena_block";
+  std::filesystem::remove_all(dir);
+  const auto r = RunUnmask("bench arena --modes ar,block-default,block-static --block-model " +
+                           TinyModel("sdar") + " --judge2 " + TinyModel("llama") + " --prompts " +
+                           TinyPrompts() +
+                           " --batch 1,4 --validate-batch 1 --min-requests 4 -n 16 "
+                           "--prompt-length 8 -t 1 --out " +
+                           dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(Slurp(dir + "/arena.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["rows"].size(), 6u);  // 3 modes x 2 batch sizes
+  for (const auto& row : j["rows"]) {
+    const bool block = row["mode"].get<std::string>().rfind("block-", 0) == 0;
+    EXPECT_EQ(row["engine"], block ? "block" : "ar") << row;
+    EXPECT_GT(row["tokens_per_second"].get<double>(), 0) << row;
+    EXPECT_GT(row["nfe_per_request"].get<double>(), 0) << row;
+    EXPECT_GT(row["arithmetic_intensity"].get<double>(), 0) << row;
+    EXPECT_GT(row["roofline_fraction"].get<double>(), 0) << row;
+    // One token per denoising step plus a store forward per block: under one token per forward.
+    if (row["mode"] == "block-static") {
+      EXPECT_LT(row["tokens_per_forward"].get<double>(), 1.0);
+    }
+  }
+  EXPECT_EQ(j["models"]["block"], "arena_cli_tiny_sdar.gguf");
+  EXPECT_EQ(j["models"]["block_length_of_block_model"], 4);
+  EXPECT_EQ(j["models"]["judge2"], "arena_cli_tiny_llama.gguf");
+  ASSERT_EQ(j["quality"].size(), 3u);
+  for (const auto& q : j["quality"]) {
+    // The AR twin's vocabulary is not the fixture's: it scores the AR rows only; the second
+    // judge reads every mode's text.
+    EXPECT_EQ(q["judge_ppl"].is_null(), q["mode"] != "ar") << q;
+    EXPECT_GT(q["judge2_ppl"].get<double>(), 1.0) << q;
+    EXPECT_GT(q["judge2_scored_tokens"].get<int>(), 0) << q;
+  }
+  EXPECT_NE(r.out.find("the AR judge does not score the block modes"), std::string::npos);
+  EXPECT_TRUE(r.out.find("AR has the higher throughput than block diffusion") !=
+                  std::string::npos ||
+              r.out.find("AR catches up with block diffusion") != std::string::npos ||
+              r.out.find("Block diffusion keeps the higher throughput") != std::string::npos)
+      << r.out;
+  // The planner projects the block rows too (validation at batch 1 of each mode).
+  ASSERT_EQ(j["validation"].size(), 3u);
+  for (const auto& v : j["validation"]) {
+    EXPECT_GT(v["predicted_tokens_per_second"].get<double>(), 0) << v;
+    EXPECT_GT(v["roofline_tokens_per_second"].get<double>(), 0) << v;
+  }
+  EXPECT_EQ(j["model_rates"].size(), 2u);  // the AR twin and the block model
+}
+
+TEST(ArenaCliTest, BlockAndSecondJudgeInputErrors) {
+  const std::string out = " --out " + testing::TempDir() + "/arena_block_bad";
+  ExpectOneLineError(RunUnmask("bench arena --modes block-default --block-model none" + out),
+                     "needs a block-diffusion model");
+  ExpectOneLineError(
+      RunUnmask("bench arena --modes block-default --block-model " + testing::TwinPath("ar") + out),
+      "is not a block-diffusion model");
+  ExpectOneLineError(
+      RunUnmask("bench arena --modes diffusion-exact --diffusion-model " + TinyModel("sdar") + out),
+      "give it as --block-model");
+  ExpectOneLineError(RunUnmask("bench arena --modes ar --ar-model " + TinyModel("sdar") + out),
+                     "is not an autoregressive model");
+  ExpectOneLineError(
+      RunUnmask("bench arena --modes ar --judge2 " + testing::TwinPath("llada") + out),
+      "--judge2 must be an autoregressive model");
+  ExpectOneLineError(RunUnmask("plan --model " + TinyModel("sdar")), "is a block-diffusion model");
+}
+
+TEST(ArenaCliTest, MissingSecondJudgeIsSkippedWithANote) {
+  const std::string dir = testing::TempDir() + "/arena_no_judge2";
+  setenv("UNMASK_CACHE", "/nonexistent/cache", 1);
+  const auto r = RunUnmask("bench arena --modes ar --prompts " + TinyPrompts() +
+                           " --batch 1 --min-requests 2 -n 8 --prompt-length 8 -t 1 --out " + dir);
+  unsetenv("UNMASK_CACHE");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("second judge skipped: /nonexistent/cache/smollm2/"), std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(Slurp(dir + "/arena.json"), nullptr, false);
+  ASSERT_EQ(j["quality"].size(), 1u);
+  EXPECT_TRUE(j["quality"][0]["judge2_ppl"].is_null());
+  EXPECT_GT(j["quality"][0]["judge_ppl"].get<double>(), 1.0);
+  EXPECT_EQ(j["models"]["judge2"], "");
+}
+
 TEST(ArenaCliTest, JudgeWithAnotherVocabularyIsRefusedBeforeRunning) {
   UNMASK_REQUIRE_SHARED_DATA(other, "models/stories260K.gguf");
   const auto r = RunUnmask("bench arena --modes ar --judge " + other + " --out " +
@@ -132,6 +242,13 @@ TEST(ArenaCliTest, SmallArenaWritesJsonMarkdownAndPlots) {
   }
   EXPECT_EQ(j["quality"].size(), 3u);
   for (const auto& q : j["quality"]) EXPECT_GT(q["judge_ppl"].get<double>(), 1.0);
+  // The second judge: SmolLM2 when fetched, else a note.
+  if (testing::FindSmolLM2()) {
+    EXPECT_EQ(j["models"]["judge2"], "SmolLM2-135M-Instruct.Q4_1.gguf");
+    for (const auto& q : j["quality"]) EXPECT_GT(q["judge2_ppl"].get<double>(), 1.0) << q;
+  } else {
+    EXPECT_NE(r.out.find("second judge skipped"), std::string::npos);
+  }
   EXPECT_EQ(j["validation"].size(), 3u);  // batch 1 of each mode (batch 16 not run)
   EXPECT_GT(j["machine"]["gemm_peak_gflops"].get<double>(), 0);
   EXPECT_GT(j["machine"]["bandwidth_gbs"].get<double>(), 0);

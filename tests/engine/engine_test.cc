@@ -1,11 +1,13 @@
 // Engine: created from backend options, loads models onto its backend, builds decoders with the
-// factory and runs them through the one step (RunToCompletion == a solo StepBatch loop).
+// factory and runs them through the one step (RunToCompletion == a solo StepBatch loop); routes
+// a block-diffusion model with the block cost model.
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "fixtures/tiny_llada.h"
 #include "test_util.h"
 
 namespace unmask {
@@ -51,6 +53,46 @@ TEST(EngineTest, LoadsOntoItsBackendAndRunsDecoders) {
   EXPECT_TRUE(built->decoder->Done());
   EXPECT_EQ(e.MakeDecoder(7, {}, d).status().code(), StatusCode::kOutOfRange);
   EXPECT_EQ(e.Route({}, 1000).status().code(), StatusCode::kFailedPrecondition);  // not serving
+}
+
+TEST(EngineTest, RouteCostsABlockModelAsBlockDiffusion) {
+  testing::TinyLladaSpec spec;
+  spec.architecture = "sdar";  // block-causal, trained block 4
+  spec.qk_norm = true;
+  spec.hidden = 32;
+  spec.head_dim = 16;
+  spec.ffn = 64;
+  const std::string path = ::testing::TempDir() + "/route_sdar.gguf";
+  ASSERT_EQ(testing::WriteTinyLlada(spec, path), "");
+  Engine e;
+  auto index = e.LoadModel("sdar", path, WeightMode::kAuto);
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  ASSERT_TRUE(e.StartServing().ok());
+  GenerationRequest g;
+  g.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  g.max_tokens = 16;
+  const GenerationRequest* settled[] = {&g};
+  auto expect = [&](const BlockRoute& b) {
+    auto d = e.Route(settled, 1e9);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ASSERT_EQ(d->predicted_ms.size(), 1u);
+    RouteRequest rr;
+    rr.prompt_tokens = 10;
+    rr.max_tokens = 16;
+    rr.block = b;
+    const EngineLoad load = e.scheduler().Load(*index);
+    EXPECT_TRUE(load.block_diffusion);
+    EXPECT_DOUBLE_EQ(d->predicted_ms[0].second, PredictRoute(rr, load).latency_ms);
+  };
+  // SDAR's default: low_confidence_dynamic, one denoising step per block position, the model's
+  // block of 4; a threshold rule (not a fixed schedule).
+  expect({4, 4, false});
+  g.remasking = "low_confidence_static";
+  expect({4, 4, true});
+  g.block.denoising_steps = 2;
+  g.given.push_back({"denoising_steps", "--denoising-steps"});
+  expect({4, 2, true});
+  e.Shutdown();
 }
 
 }  // namespace

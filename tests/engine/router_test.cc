@@ -1,5 +1,6 @@
 // The router's policy (engine/router.h) on constructed loads: cheapest model within the latency
-// target, the only one within it, the fastest when none is, and the load's effect.
+// target, the only one within it, the fastest when none is, the load's effect, and the
+// block-diffusion cost model.
 #include "engine/router.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,15 @@ EngineLoad Ar() {
 EngineLoad Diffusion() {
   EngineLoad l;
   l.diffusion = true;
+  l.max_batch = 8;
+  l.cost = {1.0, 0.01};
+  return l;
+}
+
+EngineLoad Block() {
+  EngineLoad l;
+  l.diffusion = true;  // as the scheduler reports every model that needs a mask token
+  l.block_diffusion = true;
   l.max_batch = 8;
   l.cost = {1.0, 0.01};
   return l;
@@ -103,6 +113,64 @@ TEST(RouterTest, EachCandidateUsesItsOwnPromptLength) {
   const double base = Route(Req(1000), c).predicted_ms[0].second;
   c[0].prompt_tokens = 1010;  // another tokenizer: 1000 more prompt positions to prefill
   EXPECT_NEAR(Route(Req(1000), c).predicted_ms[0].second - base, 1000 * 0.01, 1e-9);
+}
+
+TEST(RouterTest, BlockDiffusionWithAFixedQuotaSchedule) {
+  RouteRequest r = Req(1000);  // prompt 10, 64 tokens
+  r.block = {4, 4, true};      // SDAR block 4, 4 steps per block, static strategy
+  // The prompt's 2 whole blocks are prefilled (8 positions); blocks 2..18 are decoded: 17 blocks
+  // (the first holds the prompt's last 2 tokens) of 4 denoising + 1 store forward of 4 positions.
+  const double forwards = 17 * 5;
+  const RoutePrediction p = PredictRoute(r, Block());
+  EXPECT_NEAR(p.latency_ms, (1 + 0.08) + forwards * (1 + 0.04), 1e-9);
+  EXPECT_NEAR(p.compute_ms_per_token, (8 + forwards * 4) * 0.01 / 64, 1e-12);
+  // Not the full-canvas model: no DiffusionParams are read.
+  RouteRequest other = r;
+  other.diffusion.steps = 1;
+  other.diffusion.cache = CacheMode::kNone;
+  EXPECT_DOUBLE_EQ(PredictRoute(other, Block()).latency_ms, p.latency_ms);
+  // Another model's 10 ms forwards delay each of its 86 forwards (prefill included).
+  EXPECT_NEAR(PredictRoute(r, Block(), 10).latency_ms - p.latency_ms, 86 * 10, 1e-6);
+  // A prompt shorter than a block has no prefill: 64 + 3 = 67 positions in 17 blocks.
+  r.prompt_tokens = 3;
+  EXPECT_NEAR(PredictRoute(r, Block()).latency_ms, 17 * 5 * (1 + 0.04), 1e-9);
+}
+
+TEST(RouterTest, BlockDiffusionThresholdRulesUseTheMeasuredTokensPerForward) {
+  RouteRequest r = Req(1000);
+  r.block = {4, 4, false};  // low_confidence_dynamic
+  EngineLoad l = Block();
+  // Nothing measured yet: the upper bound, one token per step (17 blocks x 5 forwards).
+  EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.08 + 85 * 1.04, 1e-9);
+  // Measured 1 token per forward: 64 forwards, the prefill among them.
+  l.tokens_per_forward_requests = 5;
+  l.diffusion_tokens_per_forward = 1.0;
+  EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.08 + 63 * 1.04, 1e-9);
+  // 3 per forward would mean 20 forwards: at least one step and the store per block (34).
+  l.diffusion_tokens_per_forward = 3.0;
+  EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.08 + 34 * 1.04, 1e-9);
+  // 0.5 per forward would exceed the upper bound: held at 85.
+  l.diffusion_tokens_per_forward = 0.5;
+  EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.08 + 85 * 1.04, 1e-9);
+}
+
+TEST(RouterTest, EachBlockCandidateUsesItsOwnBlockParameters) {
+  RouteCandidate c[] = {{0, "sdar-4", Block()}, {1, "sdar-8", Block()}, {2, "ar", Ar()}};
+  c[0].block = BlockRoute{4, 4, true};
+  c[1].block = BlockRoute{8, 8, true};
+  const RouteDecision d = Route(Req(1000), c);
+  ASSERT_EQ(d.predicted_ms.size(), 3u);
+  // Block 4: 1.08 + 85 x 1.04; block 8: prefill of 8, then 9 blocks (10 + 64 = 74 -> 10 blocks,
+  // 1 whole in the prompt) of 9 forwards of 8 positions.
+  EXPECT_NEAR(d.predicted_ms[0].second, 1.08 + 85 * 1.04, 1e-9);
+  EXPECT_NEAR(d.predicted_ms[1].second, 1.08 + 81 * 1.08, 1e-9);
+  // AR (65 ms, 74 positions for 64 tokens) is both faster and cheaper than either block model.
+  EXPECT_EQ(d.name, "ar");
+  EXPECT_EQ(d.code, "meets_target_cheapest");
+  // No model meets 50 ms: the fastest, AR again.
+  const RouteDecision tight = Route(Req(50), c);
+  EXPECT_EQ(tight.name, "ar");
+  EXPECT_EQ(tight.code, "none_meet_target_fastest");
 }
 
 TEST(RouterTest, SingleCandidate) {

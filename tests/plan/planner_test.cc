@@ -141,6 +141,55 @@ TEST(PlannerTest, CrossoverIsTheFirstBatchWhereArCatchesUp) {
   EXPECT_EQ(CrossoverBatch(engines, rows, {1, 2, 4}), -1);
 }
 
+ModelConfig Sdar8b() {  // LLaDA-8B's shape with SDAR's block-causal attention, block 4
+  ModelConfig c = Llada8b();
+  c.attention = AttentionKind::kBlockCausal;
+  c.block_length = 4;
+  return c;
+}
+
+EngineSpec BlockSpec(double tokens_per_forward) {
+  return {.name = "block",
+          .kind = EngineKind::kBlockDiffusion,
+          .block_length = 4,
+          .tokens_per_forward = tokens_per_forward};
+}
+
+TEST(PlannerTest, BlockDiffusionFeedsOneBlockPerForwardAfterThePrefill) {
+  // Prompt 10 (2 whole blocks prefilled), 64 tokens: blocks 2..18 (17, the first holds the prompt's
+  // tail), one token per step: 4 denoising + 1 store forward each, 86 forwards with the prefill.
+  const Workload w{.prompt_length = 10, .gen_length = 64};
+  const ModelConfig c = Sdar8b();
+  const Projection p = Project(c, BlockSpec(64.0 / 86.0), w, H100Like(), 1).value();
+  EXPECT_DOUBLE_EQ(p.forwards, 86);
+  EXPECT_DOUBLE_EQ(p.tokens_per_forward, 64.0 / 86.0);
+  double flops = c.ForwardFlops(8, 0, true, 0);
+  for (int64_t b = 0; b < 17; ++b) {
+    flops += 4 * c.ForwardFlops(4, 4, true, 8 + 4 * b) + c.ForwardFlops(4, 0, true, 8 + 4 * b);
+  }
+  EXPECT_NEAR(p.flops, flops, 1e-9 * flops);
+  // Four positions per forward: memory-bound like AR decoding, and the batch shares the weights.
+  EXPECT_LT(p.compute_bound_fraction, 0.01);
+  EXPECT_GT(Project(c, BlockSpec(64.0 / 86.0), w, H100Like(), 16)->tokens_per_second,
+            12 * p.tokens_per_second);
+  // TTFT: the prefill and the first block's 5 forwards.
+  EXPECT_LT(p.ttft_ms, p.e2e_ms / 10);
+  // More tokens per forward: fewer forwards, but never under one step and the store per block.
+  EXPECT_DOUBLE_EQ(Project(c, BlockSpec(64.0 / 43.0), w, H100Like(), 1)->forwards, 43);
+  EXPECT_DOUBLE_EQ(Project(c, BlockSpec(4), w, H100Like(), 1)->forwards, 1 + 34);
+  // A block engine is on the diffusion side of the crossover.
+  Projection ar, block;
+  ar.engine = "ar", block.engine = "block";
+  ar.batch = block.batch = 1;
+  ar.tokens_per_second = 100, block.tokens_per_second = 200;
+  EXPECT_EQ(CrossoverBatch({Ar(), BlockSpec(1)}, {ar, block}, {1}), -1);
+  block.tokens_per_second = 50;
+  EXPECT_EQ(CrossoverBatch({Ar(), BlockSpec(1)}, {ar, block}, {1}), 1);
+  EXPECT_FALSE(ValidateEngineSpec(BlockSpec(0)).ok());
+  EXPECT_FALSE(ValidateEngineSpec(BlockSpec(5)).ok());
+  EXPECT_TRUE(ValidateEngineSpec(BlockSpec(0.8)).ok());
+}
+
 TEST(PlannerTest, UsdPerMillionTokens) {
   // SERVING.md §4.5: 1,000 tokens/s at $2.69/h -> $0.75 per million.
   EXPECT_NEAR(UsdPerMillionTokens(2.69, 1000), 0.747, 0.001);

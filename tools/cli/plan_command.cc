@@ -126,6 +126,14 @@ int PlanCommand::Run() const {
     }
     auto m = ResolveModel(spec);
     if (!m.ok()) return FailWith(kWho, m.status());
+    // A block-causal model would otherwise land in the AR slot (is_diffusion() is false for it).
+    if (m->config.is_block_diffusion()) {
+      return FailWith(kWho, InvalidArgumentError(
+                                "--model: " + m->name + " is a block-diffusion model (" +
+                                m->config.architecture +
+                                "); `unmask plan` projects AR and full-canvas diffusion models "
+                                "(`unmask bench arena --block-model` measures block diffusion)"));
+    }
     PlanModel& slot = m->config.is_diffusion() ? in.diffusion : in.ar;
     if (!slot.name.empty()) {
       return FailWith(

@@ -24,13 +24,19 @@ std::string Sig(double v, int digits) {
 // tokens/s with a sensible number of digits.
 std::string Rate(double v) { return Fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); }
 
+// `unmask plan`'s engine sets hold AR-family and full-canvas diffusion engines only (plan_command
+// refuses block-diffusion models; the arena projects its block rows itself, without this report).
 const PlanModel& ModelOf(const PlanInputs& in, const plan::EngineSpec& e) {
   return e.diffusion() ? in.diffusion : in.ar;
 }
 
 std::string Describe(const PlanModel& m) {
   const double n = static_cast<double>(m.config.NumParameters());
-  return m.name + " (" + (m.config.is_diffusion() ? "diffusion" : "AR") + ", " +
+  // A block-causal model is neither kind: named as what it is, should one ever be passed.
+  const char* kind = m.config.is_diffusion()         ? "diffusion"
+                     : m.config.is_block_diffusion() ? "block diffusion"
+                                                     : "AR";
+  return m.name + " (" + kind + ", " +
          (n >= 1e9 ? Fixed(n / 1e9, 2) + "B" : Fixed(n / 1e6, 2) + "M") + " parameters, context " +
          std::to_string(m.config.context_length) + ")";
 }
@@ -41,10 +47,10 @@ std::vector<std::pair<std::string, int64_t>> CrossoverByEngine(const PlanInputs&
                                                                const PlanReport& report) {
   std::vector<std::pair<std::string, int64_t>> out;
   for (const plan::EngineSpec& e : in.engines) {
-    if (e.diffusion()) continue;
+    if (!e.ar_family()) continue;
     std::vector<plan::EngineSpec> pair = {e};
     for (const plan::EngineSpec& d : in.engines) {
-      if (d.diffusion()) pair.push_back(d);
+      if (!d.ar_family()) pair.push_back(d);
     }
     std::vector<plan::Projection> rows;
     for (const plan::Projection& p : report.rows) {
@@ -315,7 +321,7 @@ LinePlot PlanPlot(const plan::Hardware& hw, const std::string& dtype, const Plan
   plot.y_label = "output tokens/s (all requests)";
   plot.log_x = plot.log_y = true;
   for (const plan::EngineSpec& e : in.engines) {
-    PlotSeries s{e.name, {}, e.diffusion(), {}};
+    PlotSeries s{e.name, {}, !e.ar_family(), {}};
     for (int64_t b : in.batches) {
       const plan::Projection* p = &Find(report, e.name, b);
       s.points.emplace_back(static_cast<double>(b), p->tokens_per_second);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -75,6 +76,7 @@ StatusOr<ArenaModelRates> MeasureModelRates(const LoadedModel& lm, const std::st
                           MeasureGemmCurve(*lm.file, lm.weight_mode, rows, 5, lm.model->compute()));
   // A one-position forward: measured, and its roofline time with the rates above.
   const ModelConfig& c = lm.model->config();
+  // One position and one logit row: the last layer's pruning changes nothing, for any kind.
   const std::vector<int32_t> token = {0};
   const std::vector<int32_t> logit_rows = {0};
   BatchPlan plan;
@@ -90,7 +92,7 @@ StatusOr<ArenaModelRates> MeasureModelRates(const LoadedModel& lm, const std::st
   std::sort(ms.begin(), ms.end());
   h.forward_ms = ms[ms.size() / 2];
   const plan::MachineRates rates = RatesOf(lm, m, &h);
-  const double flops = c.ForwardFlops(1, 1, c.is_diffusion());
+  const double flops = c.ForwardFlops(1, 1, true);
   const double bytes =
       h.weight_bytes + c.ForwardKvBytes(1, 0, false) + c.ForwardActivationBytes(1, 1);
   h.roofline_ms = 1000.0 * std::max(flops / rates.FlopsAt(1), bytes / rates.bytes_per_second);
@@ -110,6 +112,16 @@ StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
   const plan::MachineRates rates = RatesOf(target, r.machine, target_rates);
   const double mean_tokens = static_cast<double>(measured.tokens) /
                              static_cast<double>(std::max<int64_t>(measured.requests, 1));
+  if (mode.block) {
+    // The tokens returned over all forwards of a request (prefill and store forwards included),
+    // at the model's trained block; the projection's output is the tokens returned.
+    const double k = mean_tokens / std::max(measured.nfe_per_request, 1.0);
+    const plan::Workload w{r.prompt_length, std::max<int64_t>(1, std::llround(mean_tokens))};
+    const plan::EngineSpec spec = ArenaPlannerSpec(mode, c.block_length, k, 0);
+    UNMASK_ASSIGN_OR_RETURN(plan::Projection p, plan::Project(c, spec, w, rates, measured.batch));
+    Prediction out{p.tokens_per_second, p.forwards > 0 ? p.e2e_ms / p.forwards : 0};
+    return out;
+  }
   const int64_t canvas = DiffusionCanvasLength(r.gen_length, r.block_length);
   plan::Workload w{r.prompt_length,
                    mode.diffusion ? canvas : std::max<int64_t>(1, std::llround(mean_tokens))};
@@ -149,11 +161,19 @@ void ArenaCommand::AddTo(CLI::App& app) {
                  "'none' skips ar+draft)");
   app.add_option("--judge", judge_model,
                  "AR model scoring every mode's outputs (judge perplexity; default: the AR model)");
+  app.add_option("--block-model", block_model,
+                 "block-diffusion GGUF (SDAR); its modes (block-*) join the default set "
+                 "(default: models/unmask-tinystories-block.gguf when present; 'none': no "
+                 "block modes)");
+  app.add_option("--judge2", judge2_model,
+                 "independent AR judge scoring every mode's output texts retokenized with its own "
+                 "tokenizer (default: SmolLM2-135M-Instruct of scripts/fetch-smollm2.sh when "
+                 "fetched, else skipped with a note; 'none': off)");
   std::string known;
   for (const ArenaMode& m : ArenaModes()) known += (known.empty() ? "" : ", ") + m.name;
   app.add_option("--modes", modes,
                  "modes to run (default: all but the prefix-cache and "
-                 "early-stop variants); known: " +
+                 "early-stop variants, block-* only with a block model); known: " +
                      known)
       ->delimiter(',');
   app.add_option("--batch", batches,
@@ -192,18 +212,41 @@ void ArenaCommand::AddTo(CLI::App& app) {
       ->capture_default_str();
   AddThreadsFlag(app, &threads);
   AddComputeFlag(app, &compute);
-  app.add_flag("--no-quality", no_quality, "skip the judge perplexity");
+  app.add_flag("--no-quality", no_quality, "skip both judges' perplexity");
+}
+
+std::string DefaultJudge2Path() {
+  std::string cache;
+  if (const char* env = std::getenv("UNMASK_CACHE"); env && *env) {
+    cache = env;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    cache = std::string(home) + "/.cache/unmask";
+  } else {
+    return "";
+  }
+  return cache + "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
 int ArenaCommand::Run() const {
   const auto t_start = std::chrono::steady_clock::now();
+  // The block model: given, or the block twin when it is there.
+  std::string block_path = block_model == "none" ? "" : block_model;
+  if (block_model.empty() && std::filesystem::exists(Twin("unmask-tinystories-block.gguf"))) {
+    block_path = Twin("unmask-tinystories-block.gguf");
+  }
   // Modes and settings first: a typo fails before minutes of work.
   std::vector<ArenaMode> run_modes;
-  for (const std::string& name : modes.empty() ? DefaultArenaModeNames() : modes) {
+  for (const std::string& name :
+       modes.empty() ? DefaultArenaModeNames(!block_path.empty()) : modes) {
     auto m = FindArenaMode(name);
     if (!m.ok()) return FailWith(kWho, m.status());
     if (std::count(modes.begin(), modes.end(), name) > 1) {
       return FailWith(kWho, InvalidArgumentError("--modes: '" + name + "' is listed twice"));
+    }
+    if (m->block && block_path.empty()) {
+      return FailWith(kWho, InvalidArgumentError("--modes " + name +
+                                                 " needs a block-diffusion model: give "
+                                                 "--block-model PATH (an sdar GGUF)"));
     }
     run_modes.push_back(*m);
   }
@@ -214,7 +257,10 @@ int ArenaCommand::Run() const {
                                                  " is not one of the --batch sizes"));
     }
   }
-  if (block_length > gen_length) {
+  // --block-length is the full-canvas diffusion modes' (block modes use their model's block).
+  const bool any_diffusion = std::any_of(run_modes.begin(), run_modes.end(),
+                                         [](const ArenaMode& m) { return m.diffusion; });
+  if (any_diffusion && block_length > gen_length) {
     return FailWith(kWho, InvalidArgumentError("--block-length " + std::to_string(block_length) +
                                                " is longer than the output (-n " +
                                                std::to_string(gen_length) + ")"));
@@ -265,11 +311,12 @@ int ArenaCommand::Run() const {
   const std::string ar_path = ar_model.empty() ? Twin("unmask-tinystories-ar.gguf") : ar_model;
   const std::string draft_path =
       draft_model.empty() ? Twin("unmask-tinystories-ar-draft.gguf") : draft_model;
-  bool need_diffusion = false, need_ar = false, need_draft = false;
+  bool need_diffusion = false, need_ar = false, need_draft = false, need_block = false;
   for (const ArenaMode& m : run_modes) {
     need_diffusion |= m.diffusion || m.drafter == ArenaDrafter::kDiffusion;
-    need_ar |= !m.diffusion;
+    need_ar |= !m.diffusion && !m.block;
     need_draft |= m.drafter == ArenaDrafter::kModel;
+    need_block |= m.block;
   }
   need_ar |= !no_quality;
   if (draft_model == "none" && need_draft) {
@@ -278,21 +325,47 @@ int ArenaCommand::Run() const {
     need_draft = false;
     if (run_modes.empty()) return FailWith(kWho, InvalidArgumentError("no mode left to run"));
   }
-  LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm;
+  LoadedModel diffusion_lm, ar_lm, draft_lm, judge_lm, block_lm, judge2_lm;
   if (need_diffusion) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(diffusion_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return FailWith(kWho, lm.status());
     if (!lm->model->config().is_diffusion()) {
-      return FailWith(kWho, InvalidArgumentError(diffusion_path + " is not a diffusion model"));
+      return FailWith(
+          kWho, InvalidArgumentError(diffusion_path + " is not a diffusion model" +
+                                     (lm->model->config().is_block_diffusion()
+                                          ? " (a block-diffusion model: give it as --block-model)"
+                                          : "")));
     }
     diffusion_lm = std::move(*lm);
+  }
+  if (need_block) {
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(block_path, WeightMode::kAuto, *backend); });
+    if (!lm.ok()) return FailWith(kWho, lm.status());
+    const ModelConfig& c = lm->model->config();
+    if (!c.is_block_diffusion()) {
+      return FailWith(kWho, InvalidArgumentError(block_path + " is not a block-diffusion model (" +
+                                                 c.architecture + ")"));
+    }
+    // The block modes are SDAR's strategies; Fast-dLLM v2 decodes by other rules.
+    if (SelectDecoder(c, DecodeOptions{}) != DecoderKind::kBlockDiffusion) {
+      return FailWith(kWho, InvalidArgumentError(
+                                "--block-model: " + Base(block_path) + " is a " + c.architecture +
+                                " model; the arena's block modes are SDAR's (architecture sdar)"));
+    }
+    if (block_model.empty()) {
+      std::fprintf(stderr, "arena: block modes run %s (the block twin; --block-model none skips)\n",
+                   Base(block_path).c_str());
+    }
+    block_lm = std::move(*lm);
   }
   if (need_ar) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(ar_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return FailWith(kWho, lm.status());
-    if (lm->model->config().is_diffusion()) {
+    // needs_mask_token: neither a full-canvas nor a block-diffusion model may run the AR modes.
+    if (lm->model->config().needs_mask_token()) {
       return FailWith(kWho, InvalidArgumentError(ar_path + " is not an autoregressive model"));
     }
     ar_lm = std::move(*lm);
@@ -301,7 +374,7 @@ int ArenaCommand::Run() const {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto, *backend); });
     if (!lm.ok()) return FailWith(kWho, lm.status());
-    if (lm->model->config().is_diffusion()) {
+    if (lm->model->config().needs_mask_token()) {
       return FailWith(kWho,
                       InvalidArgumentError(draft_path + " is not an autoregressive draft model"));
     }
@@ -315,11 +388,39 @@ int ArenaCommand::Run() const {
     judge_lm = std::move(*lm);
     judge = &judge_lm;
   }
+  // The second judge: given, or SmolLM2 when fetched; scores texts, so any tokenizer will do.
+  std::string judge2_path = judge2_model == "none" ? "" : judge2_model;
+  if (judge2_model.empty() && !no_quality) {
+    const std::string smol = DefaultJudge2Path();
+    if (!smol.empty() && std::filesystem::exists(smol)) {
+      judge2_path = smol;
+    } else {
+      r.notes.push_back("second judge skipped: " +
+                        (smol.empty() ? std::string("no HOME or UNMASK_CACHE") : smol) +
+                        " not found (scripts/fetch-smollm2.sh fetches it; --judge2 PATH picks "
+                        "another)");
+      std::fprintf(stderr, "arena: %s\n", r.notes.back().c_str());
+    }
+  }
+  const LoadedModel* judge2 = nullptr;
+  if (!judge2_path.empty() && !no_quality) {
+    auto lm = OnTemporaryThread(
+        [&] { return LoadModelWithProgress(judge2_path, WeightMode::kAuto, *judge_backend); });
+    if (!lm.ok()) return FailWith(kWho, lm.status().WithContext("--judge2"));
+    if (lm->model->config().needs_mask_token()) {
+      return FailWith(kWho, InvalidArgumentError("--judge2 must be an autoregressive model"));
+    }
+    judge2_lm = std::move(*lm);
+    judge2 = &judge2_lm;
+  }
   const ArenaModels models{need_diffusion ? &diffusion_lm : nullptr, need_ar ? &ar_lm : nullptr,
-                           need_draft ? &draft_lm : nullptr};
+                           need_draft ? &draft_lm : nullptr, need_block ? &block_lm : nullptr};
   // Drafters and the judge read the targets' token ids: the vocabularies must match (checked
-  // before minutes of runs, not after).
-  const int64_t vocab = (models.ar ? models.ar : models.diffusion)->model->config().vocab_size;
+  // before minutes of runs, not after). The block model's ids are read by the AR judge only: with
+  // another vocabulary its rows are left to the second judge (a note says so).
+  const LoadedModel* reference = models.ar ? models.ar : models.diffusion;
+  if (reference == nullptr) reference = models.block;
+  const int64_t vocab = reference->model->config().vocab_size;
   for (const auto& [lm, role] :
        {std::pair{models.diffusion, "the diffusion model"},
         std::pair{models.draft, "--draft-model"}, std::pair{judge, "the judge"}}) {
@@ -333,8 +434,19 @@ int ArenaCommand::Run() const {
               "); the arena compares models of one tokenizer (--no-quality skips the judge)"));
     }
   }
-  if (judge != nullptr && !no_quality && judge->model->config().is_diffusion()) {
+  if (judge != nullptr && !no_quality && judge->model->config().needs_mask_token()) {
     return FailWith(kWho, InvalidArgumentError("--judge must be an autoregressive model"));
+  }
+  // Whether the AR judge can read the block model's ids.
+  const bool judge_reads_block =
+      models.block != nullptr && judge != nullptr &&
+      models.block->model->config().vocab_size == judge->model->config().vocab_size;
+  if (models.block != nullptr && judge != nullptr && !no_quality && !judge_reads_block) {
+    r.notes.push_back("the AR judge does not score the block modes: " + Base(block_path) +
+                      "'s vocabulary (" + std::to_string(models.block->model->config().vocab_size) +
+                      " tokens) differs from the judge's (" +
+                      std::to_string(judge->model->config().vocab_size) +
+                      "); the second judge scores their texts");
   }
 
   // Prompts, tokenized by each model's tokenizer.
@@ -346,12 +458,19 @@ int ArenaCommand::Run() const {
                                                    : "--prompts"));
   }
   std::map<const LoadedModel*, std::vector<std::vector<int32_t>>> prompts;
-  for (const LoadedModel* lm : {models.diffusion, models.ar}) {
+  for (const LoadedModel* lm : {models.diffusion, models.ar, models.block}) {
     if (lm == nullptr) continue;
     auto ids = TokenizePrompts(*lm->tokenizer, *texts, prompt_length);
     if (!ids.ok()) return FailWith(kWho, ids.status());
+    const ModelConfig& c = lm->model->config();
+    // Positions a request occupies: the diffusion canvas (output rounded up to whole blocks), the
+    // block model's canvas (prompt + output rounded up to whole blocks from position 0), or
+    // prompt + output for AR.
     const int64_t canvas = DiffusionCanvasLength(gen_length, block_length);
-    const int64_t need = prompt_length + (lm->model->config().is_diffusion() ? canvas : gen_length);
+    const int64_t b = std::max<int64_t>(c.block_length, 1);
+    const int64_t need = c.is_diffusion()         ? prompt_length + canvas
+                         : c.is_block_diffusion() ? (prompt_length + gen_length + b - 1) / b * b
+                                                  : prompt_length + gen_length;
     if (need > lm->model->config().context_length) {
       return FailWith(kWho,
                       OutOfRangeError("prompt " + std::to_string(prompt_length) + " + output " +
@@ -364,6 +483,12 @@ int ArenaCommand::Run() const {
   r.diffusion_model = models.diffusion ? Base(diffusion_path) : "";
   r.ar_model = models.ar ? Base(ar_path) : "";
   r.draft_model = models.draft ? Base(draft_path) : "";
+  r.block_model = models.block ? Base(block_path) : "";
+  r.block_model_block_length = models.block ? models.block->model->config().block_length : 0;
+  if (!no_quality && judge != nullptr) {
+    r.judge_model = judge_model.empty() ? r.ar_model + ", the AR model" : Base(judge_model);
+  }
+  r.judge2_model = judge2 != nullptr ? Base(judge2_path) : "";
   r.prompts_source = prompts_file.empty() ? "held-out TinyStories" : Base(prompts_file);
   r.num_prompts = static_cast<int64_t>(prompts.begin()->second.size());
   r.prompt_length = prompt_length;
@@ -394,7 +519,8 @@ int ArenaCommand::Run() const {
   // This machine's rates for each model (for the planner's second prediction).
   std::map<const LoadedModel*, ArenaModelRates> measured_rates;
   for (const auto& [lm, name] :
-       {std::pair{models.diffusion, r.diffusion_model}, std::pair{models.ar, r.ar_model}}) {
+       {std::pair{models.diffusion, r.diffusion_model}, std::pair{models.ar, r.ar_model},
+        std::pair{models.block, r.block_model}}) {
     if (lm == nullptr) continue;
     auto h = OnTemporaryThread([&] { return MeasureModelRates(*lm, name, r.machine); });
     if (!h.ok()) return FailWith(kWho, h.status().WithContext("measuring the rates of " + name));
@@ -422,7 +548,7 @@ int ArenaCommand::Run() const {
   int64_t requests_done = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     const Planned& pt = points[i];
-    const LoadedModel* lm = pt.mode->diffusion ? models.diffusion : models.ar;
+    const LoadedModel* lm = ArenaModelOf(*pt.mode, models);
     const std::string label = pt.mode->name + " batch " + std::to_string(pt.batch);
     auto point = RunArenaPoint(*pt.mode, models, settings, prompts[lm], pt.batch, pt.requests,
                                [&](int64_t done, int64_t) {
@@ -432,7 +558,8 @@ int ArenaCommand::Run() const {
                                });
     if (!point.ok()) return FailWith(kWho, point.status().WithContext(label));
     requests_done += pt.requests;
-    const ArenaRow row = SummarizePoint(*point, pt.mode->diffusion, r.machine);
+    ArenaRow row = SummarizePoint(*point, pt.mode->diffusion, r.machine);
+    row.block = pt.mode->block;
     progress.Finish();
     std::fprintf(stderr, "arena: %-36s %9.1f tokens/s  E2E p50 %8.1f ms  (%.1f s)\n", label.c_str(),
                  row.tokens_per_second, row.e2e_p50_ms, point->wall_ms / 1000);
@@ -440,23 +567,41 @@ int ArenaCommand::Run() const {
     largest[pt.mode->name] = std::move(*point);
   }
 
-  // Quality: the judge's perplexity of each mode's outputs.
-  if (!no_quality && judge != nullptr) {
+  // Quality: each judge's perplexity of each mode's outputs.
+  if (!no_quality && (judge != nullptr || judge2 != nullptr)) {
     for (const ArenaMode& m : run_modes) {
       const ArenaPoint& p = largest[m.name];
-      const LoadedModel* lm = m.diffusion ? models.diffusion : models.ar;
+      const LoadedModel* lm = ArenaModelOf(m, models);
       std::vector<std::vector<int32_t>> ps, outs;
       for (const ArenaRequest& q : p.requests) {
         ps.push_back(prompts[lm][q.prompt_index]);
         outs.push_back(q.output);
       }
-      JudgeResult jr;
-      const Status s = OnTemporaryThread(
-          [&] { return JudgeOutputs(*judge->model, *judge->tokenizer, ps, outs, &jr); });
-      if (!s.ok()) {
-        return FailWith(kWho, s.WithContext("judging " + m.name));
+      ArenaQuality quality{m.name, -1, 0, 0};
+      if (judge != nullptr && (!m.block || judge_reads_block)) {
+        JudgeResult jr;
+        const Status s = OnTemporaryThread(
+            [&] { return JudgeOutputs(*judge->model, *judge->tokenizer, ps, outs, &jr); });
+        if (!s.ok()) return FailWith(kWho, s.WithContext("judging " + m.name));
+        quality.judge_ppl = jr.perplexity();
+        quality.scored_tokens = jr.tokens;
+        quality.outputs = jr.outputs;
       }
-      r.quality.push_back({m.name, jr.perplexity(), jr.tokens, jr.outputs});
+      if (judge2 != nullptr) {
+        std::vector<JudgeText> pairs;
+        for (size_t i = 0; i < ps.size(); ++i) {
+          pairs.push_back(DecodeForJudge(*lm->tokenizer, ps[i], outs[i]));
+        }
+        JudgeResult jr;
+        const Status s = OnTemporaryThread(
+            [&] { return JudgeTexts(*judge2->model, *judge2->tokenizer, pairs, &jr); });
+        if (!s.ok()) return FailWith(kWho, s.WithContext("second judge on " + m.name));
+        quality.judge2_ppl = jr.perplexity();
+        quality.judge2_tokens = jr.tokens;
+        quality.judge2_outputs = jr.outputs;
+        if (quality.outputs == 0) quality.outputs = jr.outputs;
+      }
+      r.quality.push_back(quality);
     }
   }
 
@@ -469,7 +614,7 @@ int ArenaCommand::Run() const {
     const auto mode = std::find_if(run_modes.begin(), run_modes.end(),
                                    [&](const ArenaMode& m) { return m.name == row.mode; });
     if (mode == run_modes.end()) continue;
-    const LoadedModel& target = mode->diffusion ? *models.diffusion : *models.ar;
+    const LoadedModel& target = *ArenaModelOf(*mode, models);
     const LoadedModel* drafter = mode->drafter == ArenaDrafter::kModel       ? models.draft
                                  : mode->drafter == ArenaDrafter::kDiffusion ? models.diffusion
                                                                              : nullptr;

@@ -1,10 +1,13 @@
-// The arena's workload and quality judge: prompts (the held-out TinyStories the twins never trained
-// on, or a user's file) and the judge perplexity of outputs under an AR model (the measure of
-// issue 5's fast-diffusion benchmark, scripts/bench/bench_diffusion_quality.py).
+// The arena's workload and quality judges: prompts (the held-out TinyStories the twins never
+// trained on, or a user's file), the judge perplexity of outputs under an AR model of the same
+// tokenizer (the measure of issue 5's fast-diffusion benchmark,
+// scripts/bench/bench_diffusion_quality.py), and an independent judge's perplexity of the output
+// texts, retokenized with its own tokenizer (SmolLM2-135M-Instruct by default).
 #ifndef UNMASK_TOOLS_CLI_ARENA_ARENA_DATA_H_
 #define UNMASK_TOOLS_CLI_ARENA_ARENA_DATA_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,37 @@ struct JudgeResult {
 Status JudgeOutputs(const Model& judge, const Tokenizer& judge_tok,
                     const std::vector<std::vector<int32_t>>& prompts,
                     const std::vector<std::vector<int32_t>>& outputs, JudgeResult* result);
+
+// A prompt and its output as text, for a judge with another tokenizer.
+struct JudgeText {
+  std::string prompt;  // the prompt as the engine saw it (its ids decoded, special tokens dropped)
+  std::string output;  // the text the output adds after it, up to its first end-of-generation
+                       // token (that token has no text and is not scored)
+};
+
+// The texts of `prompt` and `output` (ids of `tok`): Decode of the prompt, and DecodeContinuation
+// of the output after the prompt's last token (so that prompt + output is the whole sequence's
+// text), cut before the output's first end-of-generation token; special tokens dropped.
+JudgeText DecodeForJudge(const Tokenizer& tok, std::span<const int32_t> prompt,
+                         std::span<const int32_t> output);
+
+// The judge's tokens for one text pair and the first one scored: ids = Encode(prompt + output,
+// add_special = true) — BOS or not as the judge's tokenizer wants —, first = the length of the
+// longest common prefix of ids and Encode(prompt, true), at least 1. A token that spans the
+// boundary (a prompt cut inside a word) is scored as output. first == ids.size(): nothing to
+// score (an empty output).
+struct JudgeTokens {
+  std::vector<int32_t> ids;
+  size_t first = 1;
+};
+JudgeTokens RetokenizeForJudge(const Tokenizer& judge_tok, const JudgeText& text);
+
+// Adds the judge's NLL of each output text given its prompt text to `result`, both retokenized
+// with the judge's own tokenizer (RetokenizeForJudge); NLL over the output's tokens only, one
+// forward of the whole sequence (no KV cache). Pairs with an empty output are skipped. Errors:
+// InvalidArgument for a judge that is not causal or a sequence over its context; forward errors.
+Status JudgeTexts(const Model& judge, const Tokenizer& judge_tok,
+                  const std::vector<JudgeText>& texts, JudgeResult* result);
 
 }  // namespace unmask::tools
 

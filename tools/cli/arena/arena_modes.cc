@@ -26,6 +26,17 @@ ArenaMode Ar(std::string name, std::string description, ArenaDrafter drafter, bo
   return m;
 }
 
+ArenaMode Block(std::string name, std::string description, BlockRemasking remasking,
+                double threshold) {
+  ArenaMode m;
+  m.name = std::move(name);
+  m.description = std::move(description);
+  m.block = true;
+  m.block_mode.remasking = remasking;
+  m.block_mode.threshold = threshold;
+  return m;
+}
+
 }  // namespace
 
 std::vector<ArenaMode> ArenaModes() {
@@ -56,18 +67,38 @@ std::vector<ArenaMode> ArenaModes() {
                 CommitRule::kCredit),
       prefix,
       early,
+      // Block diffusion: every strategy is token-identical to SDAR's reference generate
+      // (decoding.md "Block diffusion"); the default one is the reference's default settings.
+      Block("block-default",
+            "SDAR's defaults: --remasking low_confidence_dynamic --threshold 0.85, one denoising "
+            "step per block position",
+            BlockRemasking::kLowConfidenceDynamic, -1),
+      Block("block-static",
+            "--remasking low_confidence_static: one token per denoising step (the baseline)",
+            BlockRemasking::kLowConfidenceStatic, -1),
+      Block("block-dynamic-0.9", "--remasking low_confidence_dynamic --threshold 0.9",
+            BlockRemasking::kLowConfidenceDynamic, 0.9),
+      Block("block-dynamic-0.7", "--remasking low_confidence_dynamic --threshold 0.7",
+            BlockRemasking::kLowConfidenceDynamic, 0.7),
   };
 }
 
-std::vector<std::string> DefaultArenaModeNames() {
-  return {"ar",
-          "ar+lookup",
-          "ar+draft",
-          "ar+diffusion",
-          "diffusion-exact",
-          "diffusion-dual-threshold",
-          "diffusion-dual-factor",
-          "diffusion-dual-credit"};
+std::vector<std::string> DefaultArenaModeNames(bool with_block) {
+  std::vector<std::string> names = {"ar",
+                                    "ar+lookup",
+                                    "ar+draft",
+                                    "ar+diffusion",
+                                    "diffusion-exact",
+                                    "diffusion-dual-threshold",
+                                    "diffusion-dual-factor",
+                                    "diffusion-dual-credit"};
+  if (with_block) {
+    for (const char* n :
+         {"block-default", "block-static", "block-dynamic-0.9", "block-dynamic-0.7"}) {
+      names.push_back(n);
+    }
+  }
+  return names;
 }
 
 StatusOr<ArenaMode> FindArenaMode(std::string_view name) {
@@ -83,6 +114,15 @@ plan::EngineSpec ArenaPlannerSpec(const ArenaMode& mode, int64_t block_length,
                                   double tokens_per_forward, double draft_cost) {
   plan::EngineSpec e;
   e.name = mode.name;
+  if (mode.block) {
+    // Tokens per forward over all of a request's forwards (prefill and store forwards included),
+    // so one token per denoising step gives B / (B + 1).
+    e.kind = plan::EngineKind::kBlockDiffusion;
+    e.block_length = std::max<int64_t>(block_length, 1);
+    e.tokens_per_forward =
+        std::clamp(tokens_per_forward, 1e-3, static_cast<double>(e.block_length));
+    return e;
+  }
   if (mode.diffusion) {
     e.kind = plan::EngineKind::kDiffusion;
     e.block_length = block_length;

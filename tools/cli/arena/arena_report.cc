@@ -45,8 +45,8 @@ std::vector<std::string> ModeNames(const ArenaReport& r) {
   return names;
 }
 
-// One plot series per mode through its batch sizes (diffusion modes dashed); `point` maps a row
-// to its (x, y); with `label_batches` every point is labelled with its batch size.
+// One plot series per mode through its batch sizes (diffusion and block modes dashed); `point` maps
+// a row to its (x, y); with `label_batches` every point is labelled with its batch size.
 std::vector<PlotSeries> ModeSeries(
     const ArenaReport& r, bool label_batches,
     const std::function<std::pair<double, double>(const ArenaRow&)>& point) {
@@ -57,7 +57,7 @@ std::vector<PlotSeries> ModeSeries(
     for (int64_t b : r.batches) {
       const ArenaRow* row = FindRow(r, mode, b);
       if (row == nullptr) continue;
-      s.dashed = row->diffusion;
+      s.dashed = row->diffusion || row->block;
       s.points.push_back(point(*row));
       if (label_batches) s.point_labels.push_back(std::to_string(b));
     }
@@ -115,12 +115,14 @@ ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine&
   return row;
 }
 
-int64_t ArenaReport::Crossover() const {
+int64_t ArenaReport::Crossover(bool block) const {
   for (int64_t b : batches) {
     double best_ar = -1, best_diffusion = -1;
     for (const ArenaRow& row : rows) {
       if (row.batch != b) continue;
-      double& best = row.diffusion ? best_diffusion : best_ar;
+      const bool ar = !row.diffusion && !row.block;
+      if (!ar && row.block != block) continue;  // the other diffusion family
+      double& best = ar ? best_ar : best_diffusion;
       best = std::max(best, row.tokens_per_second);
     }
     if (best_ar < 0 || best_diffusion < 0) continue;
@@ -141,10 +143,14 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   std::string models;
   for (const auto& [role, name] :
        {std::pair{"diffusion ", r.diffusion_model}, std::pair{"AR ", r.ar_model},
-        std::pair{"draft ", r.draft_model}}) {
+        std::pair{"draft ", r.draft_model}, std::pair{"block diffusion ", r.block_model}}) {
     if (!name.empty()) models += (models.empty() ? "" : ", ") + std::string(role) + name;
   }
   o += "Models: " + models + ".\n";
+  if (!r.block_model.empty()) {
+    o += Printf("Block modes decode with %s's trained block of %lld positions.\n",
+                r.block_model.c_str(), static_cast<long long>(r.block_model_block_length));
+  }
   o += Printf(
       "Workload: %lld prompts (%s), %lld prompt tokens, %lld output tokens (max_tokens; block "
       "%lld), temperature 0; each point runs max(batch, %lld) requests with `batch` closed-loop "
@@ -169,29 +175,53 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   o += "\n% roofline = achieved FLOP/s / min(GEMM peak, intensity x bandwidth); tokens count what "
        "the requests returned (through the first end-of-text token).\n";
   if (!r.quality.empty()) {
-    o += "\n## Quality (judge perplexity)\n\n| mode | judge ppl | scored tokens | outputs |\n"
-         "|---|---:|---:|---:|\n";
+    const bool second = !r.judge2_model.empty();
+    o += "\n## Quality (judge perplexity)\n\n| mode | judge ppl (" + r.judge_model +
+         ") | scored tokens | outputs |" +
+         (second ? " judge 2 ppl (" + r.judge2_model + ") | its scored tokens |" : "") + "\n" +
+         "|---|---:|---:|---:|" + (second ? "---:|---:|" : "") + "\n";
     for (const ArenaQuality& q : r.quality) {
-      o += Printf("| %s | %.2f | %lld | %lld |\n", q.mode.c_str(), q.judge_ppl,
+      o += Printf("| %s | %s | %lld | %lld |", q.mode.c_str(),
+                  q.judge_ppl >= 0 ? Printf("%.2f", q.judge_ppl).c_str() : "-",
                   static_cast<long long>(q.scored_tokens), static_cast<long long>(q.outputs));
+      if (second) {
+        o += Printf(" %s | %lld |", q.judge2_ppl >= 0 ? Printf("%.2f", q.judge2_ppl).c_str() : "-",
+                    static_cast<long long>(q.judge2_tokens));
+      }
+      o += "\n";
     }
-    o += "\nThe AR model's perplexity of each output given its prompt, through the first "
-         "end-of-text token, over the outputs of the mode's largest batch (outputs at temperature "
-         "0 do not depend on the batch).\n";
+    o += "\nJudge: the AR model's perplexity of each output given its prompt, in the engines' own "
+         "token ids, through the first end-of-text token, over the outputs of the mode's largest "
+         "batch (outputs at temperature 0 do not depend on the batch)";
+    o += second ? ". Judge 2: an independent model's perplexity of the same outputs as text: "
+                  "prompt and output decoded, retokenized with its own tokenizer (BOS as it "
+                  "wants), NLL over the output's tokens only (those after the longest common "
+                  "prefix with the prompt's tokens), up to the first end-of-text token, which "
+                  "is not scored.\n"
+                : ".\n";
   }
   o += "\n## Crossover\n\n";
-  const int64_t x = r.Crossover();
-  const bool both =
-      std::any_of(r.rows.begin(), r.rows.end(), [](const ArenaRow& w) { return w.diffusion; }) &&
-      std::any_of(r.rows.begin(), r.rows.end(), [](const ArenaRow& w) { return !w.diffusion; });
-  if (!both) {
-    o += "Needs both an AR and a diffusion mode.\n";
-  } else if (x < 0) {
-    o += "Diffusion keeps the higher throughput at every batch size measured.\n";
-  } else if (!r.batches.empty() && x == r.batches.front()) {
-    o += Printf("AR has the higher throughput already at batch %lld.\n", static_cast<long long>(x));
-  } else {
-    o += Printf("AR catches up with diffusion at batch %lld.\n", static_cast<long long>(x));
+  auto any = [&](auto pred) { return std::any_of(r.rows.begin(), r.rows.end(), pred); };
+  const bool any_ar = any([](const ArenaRow& w) { return !w.diffusion && !w.block; });
+  const bool any_diffusion = any([](const ArenaRow& w) { return w.diffusion; });
+  const bool any_block = any([](const ArenaRow& w) { return w.block; });
+  if (!any_ar || (!any_diffusion && !any_block)) {
+    o += "Needs both an AR and a diffusion or block-diffusion mode.\n";
+  }
+  // One line per diffusion family run beside AR.
+  for (const bool block : {false, true}) {
+    if (!any_ar || !(block ? any_block : any_diffusion)) continue;
+    const char* family = block ? "block diffusion" : "diffusion";
+    const int64_t x = r.Crossover(block);
+    if (x < 0) {
+      o += Printf("%s keeps the higher throughput at every batch size measured.\n",
+                  block ? "Block diffusion" : "Diffusion");
+    } else if (!r.batches.empty() && x == r.batches.front()) {
+      o += Printf("AR has the higher throughput than %s already at batch %lld.\n", family,
+                  static_cast<long long>(x));
+    } else {
+      o += Printf("AR catches up with %s at batch %lld.\n", family, static_cast<long long>(x));
+    }
   }
   if (!r.validation.empty()) {
     o += "\n## Planner against measurement (this machine)\n\n"
@@ -261,7 +291,9 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
   for (const ArenaRow& w : r.rows) {
     rows.push_back(
         {{"mode", w.mode},
-         {"engine", w.diffusion ? "diffusion" : "ar"},
+         {"engine", w.block       ? "block"
+                    : w.diffusion ? "diffusion"
+                                  : "ar"},
          {"batch", w.batch},
          {"requests", w.requests},
          {"output_tokens", w.tokens},
@@ -283,10 +315,14 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
          {"ms_per_forward", w.ms_per_forward}});
   }
   for (const ArenaQuality& q : r.quality) {
+    auto ppl = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
     quality.push_back({{"mode", q.mode},
-                       {"judge_ppl", q.judge_ppl},
+                       {"judge_ppl", ppl(q.judge_ppl)},
                        {"scored_tokens", q.scored_tokens},
-                       {"outputs", q.outputs}});
+                       {"outputs", q.outputs},
+                       {"judge2_ppl", ppl(q.judge2_ppl)},
+                       {"judge2_scored_tokens", q.judge2_tokens},
+                       {"judge2_outputs", q.judge2_outputs}});
   }
   for (const ArenaValidation& v : r.validation) {
     validation.push_back({{"mode", v.mode},
@@ -313,32 +349,40 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
                            {"overhead_ms", h.overhead_ms()}});
   }
   const int64_t x = r.Crossover();
-  return {
-      {"machine",
-       {{"gemm_peak_gflops", r.machine.gemm_gflops},
-        {"compute", r.machine.compute},
-        {"gemm_peaks", r.machine.gemm_peaks},
-        {"bandwidth_gbs", r.machine.bandwidth_gbs},
-        {"threads", r.machine.threads},
-        {"backend", r.machine.backend},
-        {"price_per_hour", r.machine.price_per_hour},
-        {"price_source", r.machine.price_source}}},
-      {"models", {{"diffusion", r.diffusion_model}, {"ar", r.ar_model}, {"draft", r.draft_model}}},
-      {"workload",
-       {{"prompts", r.num_prompts},
-        {"prompts_source", r.prompts_source},
-        {"prompt_length", r.prompt_length},
-        {"gen_length", r.gen_length},
-        {"block_length", r.block_length},
-        {"min_requests", r.min_requests},
-        {"batches", r.batches}}},
-      {"rows", rows},
-      {"quality", quality},
-      {"validation", validation},
-      {"model_rates", model_rates},
-      {"crossover_batch", x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x)},
-      {"notes", r.notes},
-      {"elapsed_s", r.elapsed_s}};
+  const int64_t xb = r.Crossover(true);
+  return {{"machine",
+           {{"gemm_peak_gflops", r.machine.gemm_gflops},
+            {"compute", r.machine.compute},
+            {"gemm_peaks", r.machine.gemm_peaks},
+            {"bandwidth_gbs", r.machine.bandwidth_gbs},
+            {"threads", r.machine.threads},
+            {"backend", r.machine.backend},
+            {"price_per_hour", r.machine.price_per_hour},
+            {"price_source", r.machine.price_source}}},
+          {"models",
+           {{"diffusion", r.diffusion_model},
+            {"ar", r.ar_model},
+            {"draft", r.draft_model},
+            {"block", r.block_model},
+            {"block_length_of_block_model", r.block_model_block_length},
+            {"judge", r.judge_model},
+            {"judge2", r.judge2_model}}},
+          {"workload",
+           {{"prompts", r.num_prompts},
+            {"prompts_source", r.prompts_source},
+            {"prompt_length", r.prompt_length},
+            {"gen_length", r.gen_length},
+            {"block_length", r.block_length},
+            {"min_requests", r.min_requests},
+            {"batches", r.batches}}},
+          {"rows", rows},
+          {"quality", quality},
+          {"validation", validation},
+          {"model_rates", model_rates},
+          {"crossover_batch", x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x)},
+          {"block_crossover_batch", xb < 0 ? nlohmann::json(nullptr) : nlohmann::json(xb)},
+          {"notes", r.notes},
+          {"elapsed_s", r.elapsed_s}};
 }
 
 LinePlot ArenaThroughputPlot(const ArenaReport& r) {
@@ -359,9 +403,9 @@ LinePlot ArenaThroughputPlot(const ArenaReport& r) {
                                      ? "AR ahead from batch " + std::to_string(x)
                                      : "crossover: AR catches up at batch " + std::to_string(x)});
   }
-  plot.notes.push_back("diffusion modes dashed; prompt " + std::to_string(r.prompt_length) +
-                       ", output " + std::to_string(r.gen_length) +
-                       " tokens, temperature 0; unmask bench arena");
+  plot.notes.push_back("diffusion and block modes dashed; prompt " +
+                       std::to_string(r.prompt_length) + ", output " +
+                       std::to_string(r.gen_length) + " tokens, temperature 0; unmask bench arena");
   return plot;
 }
 
@@ -374,7 +418,8 @@ LinePlot ArenaLatencyPlot(const ArenaReport& r) {
   plot.series = ModeSeries(r, true, [](const ArenaRow& row) {
     return std::pair{row.e2e_p50_ms, row.tokens_per_second};
   });
-  plot.notes.push_back("up and left is better; diffusion modes dashed; labels are batch sizes");
+  plot.notes.push_back(
+      "up and left is better; diffusion and block modes dashed; labels are batch sizes");
   return plot;
 }
 

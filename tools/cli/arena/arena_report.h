@@ -42,7 +42,8 @@ struct ArenaModelRates {
 
 struct ArenaRow {
   std::string mode;
-  bool diffusion = false;
+  bool diffusion = false;  // a full-canvas diffusion mode
+  bool block = false;      // a block-diffusion mode (neither: AR)
   int64_t batch = 0;
   int64_t requests = 0;
   int64_t tokens = 0;  // output tokens returned (useful: through the first EOS)
@@ -61,14 +62,19 @@ struct ArenaRow {
   double ms_per_forward = 0;  // mean wall time of one target forward
 };
 
-// Summarizes a run (latencies from RequestStats; FLOPs and bytes from the forwards).
+// Summarizes a run (latencies from RequestStats; FLOPs and bytes from the forwards). The row's
+// `block` is the caller's to set.
 ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine& machine);
 
 struct ArenaQuality {
   std::string mode;
-  double judge_ppl = 0;
+  double judge_ppl = 0;  // the AR judge (same tokenizer); < 0: not scored (another tokenizer)
   int64_t scored_tokens = 0;
   int64_t outputs = 0;
+  // The second judge (its own tokenizer, the texts retokenized); < 0: no second judge.
+  double judge2_ppl = -1;
+  int64_t judge2_tokens = 0;
+  int64_t judge2_outputs = 0;
 };
 
 struct ArenaValidation {
@@ -86,8 +92,10 @@ struct ArenaValidation {
 
 struct ArenaReport {
   ArenaMachine machine;
-  std::string diffusion_model, ar_model, draft_model, prompts_source;
+  std::string diffusion_model, ar_model, draft_model, block_model, prompts_source;
+  std::string judge_model, judge2_model;  // file names; "" = that judge did not run
   int64_t num_prompts = 0, prompt_length = 0, gen_length = 0, block_length = 0;
+  int64_t block_model_block_length = 0;  // the block model's trained block (its modes use it)
   int64_t min_requests = 0;
   std::vector<int64_t> batches;
   std::vector<ArenaRow> rows;
@@ -96,9 +104,10 @@ struct ArenaReport {
   std::vector<ArenaModelRates> model_rates;
   std::vector<std::string> notes;
   double elapsed_s = 0;
-  // The first batch at which the best AR mode's tokens/s reaches the best diffusion mode's (the
-  // first batch when AR leads throughout), -1 when it never does.
-  int64_t Crossover() const;
+  // The first batch at which the best AR mode's tokens/s reaches the best full-canvas diffusion
+  // mode's (`block`: the best block-diffusion mode's) — the first batch when AR leads throughout
+  // —, -1 when it never does.
+  int64_t Crossover(bool block = false) const;
 };
 
 std::string ArenaMarkdown(const ArenaReport& r);

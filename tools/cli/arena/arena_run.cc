@@ -10,10 +10,14 @@
 #include "engine/engine.h"
 
 namespace unmask::tools {
-namespace {
 
-GenerationRequest MakeRequest(const ArenaMode& mode, const ArenaSettings& s,
-                              const std::vector<int32_t>& prompt, int64_t i) {
+const LoadedModel* ArenaModelOf(const ArenaMode& mode, const ArenaModels& models) {
+  if (mode.block) return models.block;
+  return mode.diffusion ? models.diffusion : models.ar;
+}
+
+GenerationRequest MakeArenaRequest(const ArenaMode& mode, const ArenaSettings& s,
+                                   const std::vector<int32_t>& prompt, int64_t i) {
   GenerationRequest req;
   req.id = mode.name + "-" + std::to_string(i);
   req.prompt = prompt;
@@ -23,11 +27,27 @@ GenerationRequest MakeRequest(const ArenaMode& mode, const ArenaSettings& s,
   req.speculative_lookup = mode.drafter == ArenaDrafter::kLookup;
   req.diffusion = mode.diffusion_params;
   req.diffusion.temperature = 0;
-  req.diffusion.block_length = s.block_length;
   req.diffusion.steps = 0;  // the factory's default: one token per forward up to 128 tokens
+  if (mode.block) {
+    // SDAR (decoder_factory.h SettleBlockParams): the strategy by name; block_length not given,
+    // so the model's trained block; steps not given, so one denoising step per block position.
+    req.remasking = std::string(BlockRemaskingName(mode.block_mode.remasking));
+    if (mode.block_mode.denoising_steps > 0) {
+      req.block.denoising_steps = mode.block_mode.denoising_steps;
+      req.given.push_back({"denoising_steps", "--denoising-steps"});
+    }
+    if (mode.block_mode.threshold >= 0) {
+      req.diffusion.threshold = mode.block_mode.threshold;
+      req.given.push_back({"threshold", "--threshold"});
+    }
+  } else {
+    req.diffusion.block_length = s.block_length;
+  }
   req.arrival = SteadyClock::now();
   return req;
 }
+
+namespace {
 
 StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
                                   const ArenaSettings& settings,
@@ -55,7 +75,7 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
       const int64_t i = next.fetch_add(1);
       if (i >= requests) return;
       const size_t p = static_cast<size_t>(i) % prompts.size();
-      auto stream = sched.Submit(index, MakeRequest(mode, settings, prompts[p], i));
+      auto stream = sched.Submit(index, MakeArenaRequest(mode, settings, prompts[p], i));
       if (!stream.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (error.ok()) error = stream.status();
@@ -127,7 +147,7 @@ StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& mo
       UNMASK_ASSIGN_OR_RETURN(drafter, MakeDiffusionDrafter(drafter_model->model.get(), dp));
     }
     const size_t p = static_cast<size_t>(i) % prompts.size();
-    GenerationRequest req = MakeRequest(mode, settings, prompts[p], i);
+    GenerationRequest req = MakeArenaRequest(mode, settings, prompts[p], i);
     req.drafter = drafter.get();
     UNMASK_ASSIGN_OR_RETURN(BuiltDecoder dec, engine.MakeDecoder(index, req.prompt, req));
     Decoder* const one[1] = {dec.decoder.get()};
@@ -171,9 +191,12 @@ StatusOr<ArenaPoint> RunArenaPoint(const ArenaMode& mode, const ArenaModels& mod
                                    int64_t requests, const ArenaProgress& progress) {
   if (batch < 1 || requests < 1) return InvalidArgumentError("batch and requests must be >= 1");
   if (prompts.empty()) return InvalidArgumentError("no prompts");
-  const LoadedModel* lm = mode.diffusion ? models.diffusion : models.ar;
+  const LoadedModel* lm = ArenaModelOf(mode, models);
   if (lm == nullptr) {
-    return InvalidArgumentError(mode.name + " needs " + (mode.diffusion ? "a diffusion" : "an AR") +
+    return InvalidArgumentError(mode.name + " needs " +
+                                (mode.block       ? "a block-diffusion"
+                                 : mode.diffusion ? "a diffusion"
+                                                  : "an AR") +
                                 " model");
   }
   if (!mode.batched) {

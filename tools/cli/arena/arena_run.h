@@ -24,12 +24,23 @@ struct ArenaModels {
   const LoadedModel* diffusion = nullptr;  // the diffusion twin
   const LoadedModel* ar = nullptr;         // the AR twin
   const LoadedModel* draft = nullptr;      // the AR draft model (may be null: ar+draft skipped)
+  const LoadedModel* block = nullptr;      // the block-diffusion model (null: no block modes)
 };
 
 struct ArenaSettings {
-  int64_t gen_length = 64;  // max_tokens (diffusion: also the canvas)
-  int64_t block_length = 32;
+  int64_t gen_length = 64;    // max_tokens (diffusion: also the canvas)
+  int64_t block_length = 32;  // full-canvas diffusion modes (block modes use the model's block)
 };
+
+// The model `mode` runs: the block model for block modes, the diffusion model for diffusion
+// modes, else the AR model (may be null when not loaded).
+const LoadedModel* ArenaModelOf(const ArenaMode& mode, const ArenaModels& models);
+
+// The request the arena submits for `mode` (the i-th of its point): temperature 0, max_tokens =
+// gen_length; diffusion modes take the cache and commit rule of the mode and settings.block_length;
+// block modes the SDAR strategy of the mode and the model's trained block length.
+GenerationRequest MakeArenaRequest(const ArenaMode& mode, const ArenaSettings& settings,
+                                   const std::vector<int32_t>& prompt, int64_t i);
 
 // One request's outcome.
 struct ArenaRequest {
