@@ -93,6 +93,12 @@ TEST(BlockCliTest, RefusesFlagsOfOtherDecodersAndStrategies) {
                 "applies to");
 }
 
+TEST(BlockCliTest, BenchPointsBlockModelsToTheArena) {
+  const auto r = RunUnmask("bench -m " + testing::TestDataPath("hf/sdar-tiny-f32") + " -t 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("bench arena --block-model"), std::string::npos) << r.err;
+}
+
 TEST(BlockCliTest, StepsMeansDenoisingStepsPerBlock) {
   const std::string sdar =
       "-m " + testing::TestDataPath("hf/sdar-tiny-f32") + " --prompt-ids 5,6,7,8 -n 8 --json -t 1";

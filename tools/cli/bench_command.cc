@@ -161,6 +161,14 @@ int BenchCommand::Run() const {
       return FailWith(
           kWho, InvalidArgumentError("the vocabulary has no token usable in a random prompt"));
     }
+    if (m.config().is_block_diffusion()) {
+      return FailWith(kWho, UnimplementedError(
+                                path + " (" + m.config().architecture +
+                                ") is a block-diffusion model: unmask bench measures AR and "
+                                "full-canvas diffusion models; measure it with unmask bench arena "
+                                "--block-model " +
+                                path));
+    }
     if (!m.config().is_diffusion()) {
       const int rc = RunArBench(*this, engine, index, path, prompt, options);
       if (rc != 0 || ci + 1 == types.size()) return rc;
