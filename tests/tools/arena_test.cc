@@ -39,9 +39,10 @@ const LoadedModel& ArTwin() {
 // A tiny random model of the fixture byte tokenizer (tests/fixtures/tiny_llada.h): "llama" is
 // causal (a judge), "sdar" block-causal with block 4.
 const LoadedModel& Tiny(const std::string& arch) {
-  static std::map<std::string, const LoadedModel*> cache;
-  auto it = cache.find(arch);
-  if (it != cache.end()) return *it->second;
+  // Heap-held so the models stay reachable at exit (no leak report, no teardown order issue).
+  static auto* cache = new std::map<std::string, const LoadedModel*>;
+  auto it = cache->find(arch);
+  if (it != cache->end()) return *it->second;
   testing::TinyLladaSpec spec;
   spec.architecture = arch;
   spec.hidden = 32;
@@ -55,8 +56,8 @@ const LoadedModel& Tiny(const std::string& arch) {
   EXPECT_EQ(testing::WriteTinyLlada(spec, path), "");
   auto m = LoadModel(path, LoadOptions{});
   EXPECT_TRUE(m.ok()) << m.status().message();
-  cache[arch] = new LoadedModel(std::move(m).value());
-  return *cache[arch];
+  (*cache)[arch] = new LoadedModel(std::move(m).value());
+  return *(*cache)[arch];
 }
 
 TEST(ArenaDataTest, HeldOutStoriesFollowTheTrainingSplit) {
