@@ -37,6 +37,13 @@ struct BlockParams {
   double confidence_threshold = 0.85;  // low_confidence_dynamic (generate.py default)
   double eb_threshold = 0.35;          // entropy_bounded (generate.py default)
   uint64_t seed = 0;                   // temperature > 0
+  // false (default): the engine's fused schedule: the clean K/V the cache still lacks (the
+  // prompt's whole blocks, then each finished block) is written by the next denoising forward,
+  // which feeds those positions in front of the block (block-causal attention gives the block the
+  // same keys and values as after a separate store): one forward per denoising step, none for
+  // prefill or stores, the same tokens. true: SDAR's schedule: one prefill forward and one clean
+  // store forward per finished block (store_kv=True), the reference's NFE.
+  bool separate_store = false;
   // SDAR's stopping_criteria_idx: generation ends after the first block whose commit puts one of
   // these ids into the generated part (the model's EOS/EOT by default, from the factory).
   std::vector<int32_t> stop_ids;

@@ -116,7 +116,7 @@ StatusOr<BlockDiffusionDecoder> BlockDiffusionDecoder::Create(const BlockParams&
   d.kv_seq_ = kv_seq;
   d.rng_ = CounterRng(params.seed);
   d.block_ = lp / params.block_length;  // the first block with masks
-  d.phase_ = d.block_ > 0 ? Phase::kPrefill : Phase::kDenoise;
+  d.phase_ = d.block_ > 0 && params.separate_store ? Phase::kPrefill : Phase::kDenoise;
   return d;
 }
 
@@ -140,9 +140,11 @@ StatusOr<const BatchPlan*> BlockDiffusionDecoder::Plan() {
     seq.tokens = std::span<const int32_t>(canvas_).first(static_cast<size_t>(block_ * b));
     seq.pos0 = 0;
   } else {
-    seq.tokens = std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(BlockStart()),
-                                                           static_cast<size_t>(b));
-    seq.pos0 = static_cast<int32_t>(BlockStart());
+    // Fused schedule: the clean positions not yet cached ride in front of the block.
+    const int64_t from = params_.separate_store ? BlockStart() : cached_;
+    seq.tokens = std::span<const int32_t>(canvas_).subspan(
+        static_cast<size_t>(from), static_cast<size_t>(BlockStart() + b - from));
+    seq.pos0 = static_cast<int32_t>(from);
     if (phase_ == Phase::kDenoise) {
       const int64_t quota =
           block_step_ < params_.denoising_steps ? schedule_[static_cast<size_t>(block_step_)] : 1;
@@ -151,13 +153,16 @@ StatusOr<const BatchPlan*> BlockDiffusionDecoder::Plan() {
                             params_.remasking != BlockRemasking::kSequential &&
                             params_.remasking != BlockRemasking::kEntropyBounded;
       for (int64_t j = 0; j < b; ++j) {
-        if (all_rows || seq.tokens[static_cast<size_t>(j)] == mask_id_) {
+        if (all_rows || canvas_[static_cast<size_t>(BlockStart() + j)] == mask_id_) {
           plan_rows_.push_back(static_cast<int32_t>(j));
         }
       }
     }
   }
-  seq.logit_rows = plan_rows_;
+  logit_rows_.clear();
+  const int64_t offset = BlockStart() - seq.pos0;
+  for (int32_t j : plan_rows_) logit_rows_.push_back(static_cast<int32_t>(offset + j));
+  seq.logit_rows = logit_rows_;
   plan_.sequences.assign(1, seq);
   planned_ = true;
   return &plan_;
@@ -192,16 +197,20 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
   out.Reset();
   out.step = nfe_;
   out.block = block_;
-  const uint32_t rng_step = static_cast<uint32_t>(nfe_);
   ++nfe_;
   if (phase_ == Phase::kPrefill) {
+    cached_ = BlockStart();
     phase_ = MaskedInBlock() > 0 ? Phase::kDenoise : Phase::kStore;
     return Status::Ok();
   }
   if (phase_ == Phase::kStore) {
+    cached_ = BlockStart() + params_.block_length;
     Advance();
     return Status::Ok();
   }
+  cached_ = BlockStart();  // the fed clean positions in front of the block are cached now
+  // The sampling stream follows the denoising forwards, so both schedules draw the same.
+  const uint32_t rng_step = static_cast<uint32_t>(denoise_forwards_++);
 
   const int64_t b = params_.block_length, start = BlockStart();
   int32_t* x = canvas_.data() + start;
@@ -270,7 +279,13 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
     out.committed_positions.push_back(static_cast<int32_t>(start + j));
   }
   ++block_step_;
-  if (MaskedInBlock() == 0) phase_ = Phase::kStore;
+  if (MaskedInBlock() == 0) {
+    if (params_.separate_store) {
+      phase_ = Phase::kStore;
+    } else {
+      Advance();  // the next block's first forward stores this one
+    }
+  }
   return Status::Ok();
 }
 

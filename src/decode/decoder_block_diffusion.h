@@ -10,14 +10,23 @@
 //     remasking strategy and write x0 there; once it has none, one forward of the clean block
 //     writes its K/V (SDAR's store_kv=True pass); then, when the generated part holds a stop id,
 //     generation ends.
+// That is the reference's schedule (BlockParams::separate_store = true). The default fused
+// schedule runs the same steps with the same logits but no prefill or store forwards: a block's
+// first denoising forward also feeds, in front of the block, the clean positions whose K/V the
+// cache lacks (the prompt's whole blocks, or the block just finished), pos0 at the first of them.
+// Under the block-causal mask those positions see exactly what the prefill or store forward would
+// show them, and the block sees their clean K/V as it would from the cache, so only the forward
+// count changes (by the prefill and one per finished block; the last block's store is not needed
+// at all). Stopping is checked when a block's last mask is filled.
 // Sampling per position (SDAR sample_with_temperature_topk_topp, in float64): l = logits / T
 //   (T > 0; T = 0: the logits as they are), top-k (entries below the k-th largest -> -inf; ties
 //   at the k-th kept), top-p (sorted descending, ties lower id first; an entry is removed when the
 //   cumulative probability before it exceeds top_p; the first is always kept), probs = softmax(l).
-//   T > 0: token drawn by inverse CDF in id order with u = rng.Uniform(kSampling, nfe, position,
-//   0) (nfe: forwards before this one); T = 0 (the reference divides by zero; MODELS.md §4):
-//   token = argmax l (lowest id on ties). Confidence = probs[token]. Entropy (entropy_bounded) =
-//   -sum_v max(p_v, 1e-12) log max(p_v, 1e-12) (the reference's clamp_min(1e-12)).
+//   T > 0: token drawn by inverse CDF in id order with u = rng.Uniform(kSampling, s, position,
+//   0) (s: denoising forwards before this one, the same under both schedules); T = 0 (the reference
+//   divides by zero; MODELS.md §4): token = argmax l (lowest id on ties). Confidence =
+//   probs[token]. Entropy (entropy_bounded) = -sum_v max(p_v, 1e-12) log max(p_v, 1e-12) (the
+//   reference's clamp_min(1e-12)).
 // Strategies (confidences of unmasked positions are -inf; TIE RULE: equal values -> lower position
 // first, -inf included):
 //   sequential: the n_s positions from the first masked one (within the block);
@@ -114,10 +123,13 @@ class BlockDiffusionDecoder final : public Decoder {
   int64_t block_ = 0;       // the block being decoded
   int64_t block_step_ = 0;  // denoising steps done in it
   int64_t nfe_ = 0;
+  int64_t denoise_forwards_ = 0;  // the forwards that ask for logits (the sampling stream's step)
   DecodeFinish finish_ = DecodeFinish::kNone;
   bool planned_ = false;
   BatchPlan plan_;
-  std::vector<int32_t> plan_rows_;  // logit rows of the pending plan (block offsets)
+  std::vector<int32_t> plan_rows_;   // logit rows of the pending plan (block offsets)
+  std::vector<int32_t> logit_rows_;  // the same rows as indices into the fed tokens
+  int64_t cached_ = 0;               // canvas positions [0, cached_) have clean K/V in the cache
 };
 
 }  // namespace unmask

@@ -34,11 +34,12 @@ constexpr std::array<std::string_view, 1> kDiffusionOnly = {"steps"};
 // Dream's sampler only.
 constexpr std::array<std::string_view, 3> kDreamOnly = {"alg", "eps", "alg_temp"};
 // SDAR's decoding only (block-diffusion models).
-constexpr std::array<std::string_view, 2> kBlockDiffusionOnly = {"denoising_steps", "eb_threshold"};
+constexpr std::array<std::string_view, 3> kBlockDiffusionOnly = {"denoising_steps", "eb_threshold",
+                                                                 "separate_store"};
 // Parameters a block-diffusion model takes (besides the common temperature, seed, max tokens).
-constexpr std::array<std::string_view, 8> kBlockDiffusionUses = {
-    "denoising_steps", "eb_threshold", "remasking", "threshold",
-    "block_length",    "steps",        "top_k",     "top_p"};
+constexpr std::array<std::string_view, 9> kBlockDiffusionUses = {
+    "denoising_steps", "eb_threshold", "remasking", "threshold",     "block_length",
+    "steps",           "top_k",        "top_p",     "separate_store"};
 // Parameters a Fast-dLLM v2 model takes (besides temperature, seed, max tokens).
 constexpr std::array<std::string_view, 4> kFastDllmV2Uses = {"small_block_size", "block_length",
                                                              "threshold", "top_p"};

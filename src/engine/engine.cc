@@ -170,6 +170,7 @@ StatusOr<RouteDecision> Engine::Route(std::span<const GenerationRequest* const> 
           b.steps_per_block = p->denoising_steps;
           b.fixed_steps = p->remasking == BlockRemasking::kSequential ||
                           p->remasking == BlockRemasking::kLowConfidenceStatic;
+          b.separate_store = p->separate_store;
         }
       } else {
         // Fast-dLLM v2 (MakeDecoder's rule for block_size): threshold commits, at worst one token

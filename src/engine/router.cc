@@ -13,17 +13,17 @@ std::string Ms(double v) {
 }
 
 // Forwards after the prefill of a block-diffusion request (router.h): n blocks, each of at most
-// steps + 1 forwards (denoising + store), at least 2.
-double BlockForwards(const BlockRoute& b, const EngineLoad& load, int64_t prompt, int64_t tokens,
+// steps (+ 1 store forward when stores are separate) forwards, at least 1 (+ 1).
+double BlockForwards(const BlockRoute& b, const EngineLoad& load, double blocks, int64_t tokens,
                      bool has_prefill) {
-  const int64_t l = std::max<int64_t>(b.block_length, 1);
-  const auto blocks = static_cast<double>((prompt + tokens + l - 1) / l - prompt / l);
-  const double upper = blocks * static_cast<double>(std::max<int64_t>(b.steps_per_block, 1) + 1);
+  const double store = b.separate_store ? 1.0 : 0.0;
+  const double upper =
+      blocks * (static_cast<double>(std::max<int64_t>(b.steps_per_block, 1)) + store);
   if (b.fixed_steps || load.tokens_per_forward_requests == 0) return upper;
   const double measured =
       static_cast<double>(tokens) / std::max(load.diffusion_tokens_per_forward, 1e-3) -
-      (has_prefill ? 1.0 : 0.0);
-  return std::clamp(measured, 2 * blocks, upper);
+      (has_prefill && b.separate_store ? 1.0 : 0.0);
+  return std::clamp(measured, (1 + store) * blocks, upper);
 }
 
 }  // namespace
@@ -37,15 +37,25 @@ RoutePrediction PredictRoute(const RouteRequest& req, const EngineLoad& load,
   const double fed = static_cast<double>(load.running_positions);  // by the batch already
   if (load.block_diffusion) {
     const int64_t l = std::max<int64_t>(req.block.block_length, 1);
-    const int64_t whole = req.prompt_tokens / l * l;  // the prompt's whole blocks: one prefill
-    const double after = BlockForwards(req.block, load, req.prompt_tokens,
-                                       std::max<int64_t>(req.max_tokens, 1), whole > 0);
+    const int64_t whole = req.prompt_tokens / l * l;  // the prompt's whole blocks
+    const auto blocks =
+        static_cast<double>((req.prompt_tokens + std::max<int64_t>(req.max_tokens, 1) + l - 1) / l -
+                            req.prompt_tokens / l);
+    const double after =
+        BlockForwards(req.block, load, blocks, std::max<int64_t>(req.max_tokens, 1), whole > 0);
     const double block = static_cast<double>(l);
-    if (whole > 0) {
-      service += load.cost.Ms(fed + static_cast<double>(whole)) + shared_step_ms;
+    const double w = static_cast<double>(whole);
+    if (req.block.separate_store) {
+      if (whole > 0) service += load.cost.Ms(fed + w) + shared_step_ms;
+      service += after * (load.cost.Ms(fed + block) + shared_step_ms);
+      positions = w + after * block;
+    } else {
+      // The first forward carries the prompt's whole blocks, each later block's first forward
+      // the block before it.
+      service += load.cost.Ms(fed + w + block) + (blocks - 1) * load.cost.Ms(fed + 2 * block) +
+                 (after - blocks) * load.cost.Ms(fed + block) + after * shared_step_ms;
+      positions = w + after * block + (blocks - 1) * block;
     }
-    service += after * (load.cost.Ms(fed + block) + shared_step_ms);
-    positions = static_cast<double>(whole) + after * block;
   } else if (load.diffusion) {
     const DiffusionParams& p = req.diffusion;
     const double gen = static_cast<double>(std::max<int64_t>(p.gen_length, 1));

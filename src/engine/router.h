@@ -11,14 +11,20 @@
 //   diffusion: queue + NFE x forward(P + positions per step), NFE = steps (fixed commit rule) or
 //              gen_length / measured tokens per forward (dynamic rules); positions per step = the
 //              canvas (no cache) or the block (cached modes)
-//   block diffusion (SDAR, Fast-dLLM v2; blocks of L positions aligned to position 0):
-//              queue + [prefill forward(P + the prompt's whole blocks), when it has one] +
-//              F x forward(P + L), with n = the blocks decoded (the first holds the prompt's
-//              tail) and F = n x (steps per block + 1 store forward) for a fixed quota schedule
-//              (SDAR's static and sequential strategies), else (threshold rules) max_tokens /
-//              the measured tokens per forward of the model's finished requests minus the
-//              prefill, clamped to [2n, n x (steps + 1)], or n x (steps + 1) before any request
-//              finished (the rule commits at least the quota per step: an upper bound)
+//   block diffusion (SDAR, Fast-dLLM v2; blocks of L positions aligned to position 0), with
+//              n = the blocks decoded (the first holds the prompt's tail) and W = the prompt's
+//              whole blocks' positions:
+//              separate stores (SDAR's schedule, Fast-dLLM v2): queue + [prefill forward(P + W),
+//              when W > 0] + F x forward(P + L), F = n x (steps per block + 1 store forward) for
+//              a fixed quota schedule (SDAR's static and sequential strategies), else (threshold
+//              rules) max_tokens / the measured tokens per forward of the model's finished
+//              requests minus the prefill, clamped to [2n, n x (steps + 1)], or n x (steps + 1)
+//              before any request finished (the rule commits at least the quota per step: an
+//              upper bound);
+//              fused (SDAR's default here, decoder_block_diffusion.h): queue + forward(P + W + L)
+//              + (n - 1) x forward(P + 2L) (each block's first forward also stores the one
+//              before) + (F - n) x forward(P + L), F = n x steps (fixed quota), else max_tokens /
+//              the measured tokens per forward clamped to [n, n x steps], or n x steps
 //   queue:     requests ahead / max_batch x the larger of the request's own service time and the
 //              measured mean service time of the model's completed requests
 // and every step also waits for the other models' forwards (one engine thread steps them all).
@@ -44,6 +50,8 @@ struct BlockRoute {
                                 // Fast-dLLM v2: L, one token per step at worst)
   bool fixed_steps = true;      // every block takes exactly steps_per_block (SDAR static and
                                 // sequential); false: threshold rules, measured
+  bool separate_store = true;   // a prefill forward and a store forward per block (SDAR's own
+                                // schedule, Fast-dLLM v2); false: SDAR fused (the default)
 };
 
 struct RouteRequest {

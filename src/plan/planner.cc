@@ -103,17 +103,37 @@ void ProjectDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projec
   p.tokens_per_forward = static_cast<double>(w.gen_length) / forwards;
 }
 
-// SDAR (decoder_block_diffusion.h): one forward of the prompt's whole blocks (no logits), then per
-// block its share of the request's forwards, each feeding the block's B positions against the
-// cached prefix; the last of a block's forwards is its store forward (no logits), the others ask
-// for the block's rows. The forwards after the prefill are gen / tokens_per_forward (minus the
-// prefill), at least two per block (one denoising step and the store), spread evenly over the
-// blocks.
+// SDAR (decoder_block_diffusion.h). Separate stores (SDAR's schedule): one forward of the prompt's
+// whole blocks (no logits), then per block its share of the request's forwards, each feeding the
+// block's B positions against the cached prefix; the last of a block's forwards is its store
+// forward (no logits), the others ask for the block's rows. The forwards after the prefill are
+// gen / tokens_per_forward (minus the prefill), at least two per block (one denoising step and
+// the store), spread evenly over the blocks. Fused (the default): see the branch below.
 void ProjectBlockDiffusion(const EngineSpec& e, const Workload& w, Costing& c, Projection& p) {
   const int64_t n = e.block_length;
   const int64_t whole = w.prompt_length / n * n;
   const int64_t blocks = (w.prompt_length + w.gen_length + n - 1) / n - w.prompt_length / n;
   double forwards = 0;
+  if (!e.block_separate_store) {
+    // Fused: the request's forwards (at least one per block), spread evenly over the blocks; a
+    // block's first forward also feeds the prompt's whole blocks (the first block) or the block
+    // before it, writing their K/V.
+    const auto total = static_cast<int64_t>(
+        std::ceil(static_cast<double>(w.gen_length) / e.tokens_per_forward - 1e-9));
+    const int64_t all = std::max<int64_t>(total, blocks);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t mine = (b + 1) * all / blocks - b * all / blocks;
+      for (int64_t j = 0; j < mine; ++j) {
+        const int64_t front = j > 0 ? 0 : (b == 0 ? whole : n);
+        c.Forward(front + n, n, whole + b * n - front, true);
+        forwards += 1;
+      }
+      if (b == 0) p.ttft_ms = c.total_ms;
+    }
+    p.forwards = forwards;
+    p.tokens_per_forward = static_cast<double>(w.gen_length) / forwards;
+    return;
+  }
   if (whole > 0) {
     c.Forward(whole, 0, 0, true);
     forwards += 1;

@@ -59,11 +59,15 @@ struct EngineSpec {
   // (LLaDA reference); kPrefix / kDual refresh every K/V with one full forward per block, then
   // feed the block and what follows it (prefix) or only the block (dual) — Fast-dLLM.
   // kBlockDiffusion: block_length is the model's attention block B and tokens_per_forward the
-  // output tokens per forward over all of a request's forwards — the prefill of the prompt's whole
-  // blocks and each block's store forward included (SDAR at one token per step: B / (B + 1)).
-  // Every forward after the prefill feeds one block of B positions against the cached prefix.
+  // output tokens per forward over all of a request's forwards. block_separate_store (SDAR's own
+  // schedule): the prefill of the prompt's whole blocks and each block's store forward are
+  // forwards of their own (one token per step: B / (B + 1)), and every forward after the prefill
+  // feeds one block of B positions against the cached prefix. Fused (the decoder's default): no
+  // prefill or store forwards (one token per step: 1); a block's first forward also feeds the
+  // prompt's whole blocks or the block before it.
   int64_t block_length = 32;
   double tokens_per_forward = 1;
+  bool block_separate_store = false;
   DiffusionCache cache = DiffusionCache::kNone;
 
   // Full-canvas diffusion only (kBlockDiffusion is not).

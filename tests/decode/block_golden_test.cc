@@ -81,26 +81,33 @@ TEST_P(SdarGoldenTest, MatchesTheReference) {
     p.stop_ids = g["stopping_criteria_idx"].get<std::vector<int32_t>>();
   }
   const std::vector<int32_t> prompt = g["prompt_ids"].get<std::vector<int32_t>>();
-  auto d = BlockDiffusionDecoder::Create(p, g["mask_id"], prompt, m.config().context_length,
-                                         m.config().vocab_size);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  const std::vector<DecodeStep> steps = RunToEnd(m, *d);
-  // The denoising steps' commits, positions ascending, as the reference traces them.
-  std::vector<nlohmann::json> trace;
-  for (const DecodeStep& s : steps) {
-    if (s.committed_positions.empty()) continue;
-    std::vector<int32_t> pos = s.committed_positions;
-    std::sort(pos.begin(), pos.end());
-    trace.push_back(nlohmann::json(pos));
-  }
   std::vector<nlohmann::json> want_trace;
   for (const auto& t : g["trace"]) want_trace.push_back(t[2]);
-  EXPECT_EQ(trace, want_trace);
-  EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
-            g["output_ids"].get<std::vector<int32_t>>());
-  EXPECT_EQ(d->nfe(), g["nfe"].get<int64_t>());
-  EXPECT_EQ(d->finish(),
-            g["first_stop_index"].is_null() ? DecodeFinish::kLength : DecodeFinish::kEos);
+  // SDAR's schedule (its NFE: prefill and store forwards counted), then the fused one (the same
+  // commits; one forward per denoising step).
+  for (const bool separate : {true, false}) {
+    SCOPED_TRACE(separate ? "separate_store" : "fused");
+    p.separate_store = separate;
+    auto d = BlockDiffusionDecoder::Create(p, g["mask_id"], prompt, m.config().context_length,
+                                           m.config().vocab_size);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    const std::vector<DecodeStep> steps = RunToEnd(m, *d);
+    // The denoising steps' commits, positions ascending, as the reference traces them.
+    std::vector<nlohmann::json> trace;
+    for (const DecodeStep& s : steps) {
+      if (s.committed_positions.empty()) continue;
+      std::vector<int32_t> pos = s.committed_positions;
+      std::sort(pos.begin(), pos.end());
+      trace.push_back(nlohmann::json(pos));
+    }
+    EXPECT_EQ(trace, want_trace);
+    EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
+              g["output_ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(d->nfe(),
+              separate ? g["nfe"].get<int64_t>() : static_cast<int64_t>(want_trace.size()));
+    EXPECT_EQ(d->finish(),
+              g["first_stop_index"].is_null() ? DecodeFinish::kLength : DecodeFinish::kEos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SdarGoldenTest, ::testing::ValuesIn(SdarGoldens()),

@@ -1,5 +1,6 @@
 // SDAR's block-diffusion decoding on constructed logits: the schedule, the plan of each phase
-// (prefill of whole prompt blocks, block steps against the cache, the store forward), every
+// (prefill of whole prompt blocks, block steps against the cache, the store forward; the fused
+// schedule that folds prefill and stores into the next denoising forward), every
 // remasking strategy, the reproduced over-commit edge case (prompt tokens of the shared first
 // block overwritten), stop ids, NFE, and the bad-parameter paths. The token-for-token agreement
 // with the Python reference on real forwards is in block_golden_test.cc.
@@ -30,6 +31,7 @@ BlockParams Params(BlockRemasking r, int64_t gen, int64_t block, int64_t steps) 
   p.gen_length = gen;
   p.block_length = block;
   p.denoising_steps = steps;
+  p.separate_store = true;  // the reference's schedule; the fused one has its own tests
   return p;
 }
 
@@ -204,6 +206,115 @@ TEST(BlockDiffusionDecoderTest, StopsAfterTheBlockHoldingAStopId) {
   EXPECT_EQ(d->finish(), DecodeFinish::kEos);
   EXPECT_EQ(d->nfe(), 3);
   EXPECT_EQ(d->Plan().status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(BlockDiffusionDecoderTest, FusedScheduleFeedsTheUncachedCleanPositionsWithTheBlock) {
+  // As PlansPrefillThenBlockStepsThenStore, fused: no prefill or store forwards.
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6};
+  BlockParams p = Params(BlockRemasking::kLowConfidenceStatic, 5, 4, 4);
+  p.separate_store = false;
+  auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab, 3);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // Block 1, step 0: the prompt's whole block 0 rides in front: positions 0..7, rows 6, 7.
+  auto plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& first = (*plan)->sequences[0];
+  EXPECT_EQ(first.pos0, 0);
+  EXPECT_EQ(first.tokens.size(), 8u);
+  EXPECT_EQ(first.kv_seq, 3);
+  EXPECT_EQ(first.block_length, 4);
+  EXPECT_EQ(std::vector<int32_t>(first.logit_rows.begin(), first.logit_rows.end()),
+            (std::vector<int32_t>{6, 7}));
+  auto by_pos = [](int64_t pos) {
+    return std::pair<int32_t, float>{static_cast<int32_t>(pos), pos == 7 ? 9.0f : 3.0f};
+  };
+  DecodeStep st = Step(*d, by_pos);
+  EXPECT_EQ(st.committed_positions, (std::vector<int32_t>{7}));
+  // Step 1: block 0 is cached now: only the block, its one masked row.
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan)->sequences[0].pos0, 4);
+  EXPECT_EQ((*plan)->sequences[0].tokens.size(), 4u);
+  EXPECT_EQ(std::vector<int32_t>((*plan)->sequences[0].logit_rows.begin(),
+                                 (*plan)->sequences[0].logit_rows.end()),
+            (std::vector<int32_t>{2}));
+  st = Step(*d, by_pos);
+  EXPECT_EQ(st.committed_positions, (std::vector<int32_t>{6}));
+  // Block 1 is finished at once (no store forward): it streams, and block 2's first forward
+  // feeds block 1's clean positions 4..7 in front of it.
+  EXPECT_EQ(d->current_block(), 2);
+  EXPECT_EQ(d->committed().size(), 2u);
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan)->sequences[0].pos0, 4);
+  EXPECT_EQ((*plan)->sequences[0].tokens.size(), 8u);
+  EXPECT_EQ((*plan)->sequences[0].tokens[2], 6);  // committed x0 (the position's id here)
+  EXPECT_EQ(std::vector<int32_t>((*plan)->sequences[0].logit_rows.begin(),
+                                 (*plan)->sequences[0].logit_rows.end()),
+            (std::vector<int32_t>{4, 5, 6, 7}));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_FALSE(d->Done());
+    plan = d->Plan();
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ((*plan)->sequences[0].pos0, i == 0 ? 4 : 8) << i;
+    Step(*d, [](int64_t pos) {
+      return std::pair<int32_t, float>{static_cast<int32_t>(pos), 4.0f};
+    });
+  }
+  EXPECT_TRUE(d->Done());  // the last block needs no store
+  EXPECT_EQ(d->finish(), DecodeFinish::kLength);
+  EXPECT_EQ(d->nfe(), 2 + 4);
+  EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
+            (std::vector<int32_t>{6, 7, 8, 9, 10, 11}));
+}
+
+TEST(BlockDiffusionDecoderTest, FusedAndSeparateSchedulesCommitTheSame) {
+  // The same logits per position (a function of position and step count within a block) give the
+  // same commits in the same order under both schedules, for every strategy; NFE differs by the
+  // prefill and one store per finished block.
+  for (BlockRemasking r :
+       {BlockRemasking::kSequential, BlockRemasking::kLowConfidenceStatic,
+        BlockRemasking::kLowConfidenceDynamic, BlockRemasking::kEntropyBounded}) {
+    for (int lp : {3, 4, 9}) {
+      std::vector<int32_t> prompt(static_cast<size_t>(lp), 2);
+      std::vector<std::vector<int32_t>> commits[2];
+      std::vector<int32_t> out[2];
+      int64_t nfe[2] = {0, 0};
+      for (int fused = 0; fused < 2; ++fused) {
+        BlockParams p = Params(r, 10, 4, 2);
+        p.separate_store = fused == 0;
+        p.stop_ids = {13};
+        auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab);
+        ASSERT_TRUE(d.ok()) << d.status().ToString();
+        while (!d->Done()) {
+          const DecodeStep st = Step(*d, [](int64_t pos) {
+            // Position 13 emits the stop id 13; peaks vary by position so strategies differ.
+            return std::pair<int32_t, float>{static_cast<int32_t>(pos % 14),
+                                             1.0f + static_cast<float>((pos * 7) % 5)};
+          });
+          if (!st.committed_positions.empty()) commits[fused].push_back(st.committed_positions);
+        }
+        out[fused].assign(d->generated().begin(), d->generated().end());
+        nfe[fused] = d->nfe();
+      }
+      EXPECT_EQ(commits[0], commits[1]) << BlockRemaskingName(r) << " lp " << lp;
+      EXPECT_EQ(out[0], out[1]) << BlockRemaskingName(r) << " lp " << lp;
+      EXPECT_LT(nfe[1], nfe[0]) << BlockRemaskingName(r) << " lp " << lp;
+    }
+  }
+}
+
+TEST(BlockDiffusionDecoderTest, FusedStopsWhenTheBlockHoldingAStopIdIsFilled) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 4};
+  BlockParams p = Params(BlockRemasking::kLowConfidenceStatic, 12, 4, 1);
+  p.separate_store = false;
+  p.stop_ids = {9};
+  auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab);
+  ASSERT_TRUE(d.ok());
+  Step(*d, [](int64_t pos) { return std::pair<int32_t, float>{pos == 6 ? 9 : 3, 5.0f}; });
+  EXPECT_TRUE(d->Done());
+  EXPECT_EQ(d->finish(), DecodeFinish::kEos);
+  EXPECT_EQ(d->nfe(), 1);
 }
 
 TEST(BlockDiffusionDecoderTest, BadParametersAndLogits) {

@@ -55,13 +55,24 @@ TEST_P(BlockCliGoldenTest, ReproducesTheReference) {
              std::to_string(g.at("small_block_size").get<int>()) + " --threshold " +
              std::to_string(g.at("threshold").get<double>());
   }
-  const auto r = RunUnmask("generate" + flags + " --json -t 1");
+  // SDAR: its own schedule (--separate-store) has the reference's NFE; the default fused one the
+  // same tokens in one forward per denoising step.
+  const auto r = RunUnmask("generate" + flags + (sdar ? " --separate-store" : "") + " --json -t 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out.at("output_ids").get<std::vector<int32_t>>(),
             g.at("output_ids").get<std::vector<int32_t>>());
   EXPECT_EQ(out.at("nfe").get<int64_t>(), g.at("nfe").get<int64_t>());
   EXPECT_EQ(out.at("params").at("decoder"), sdar ? "block_diffusion" : "fast_dllm_v2");
+  if (sdar) {
+    EXPECT_TRUE(out.at("params").at("separate_store").get<bool>());
+    const auto f = RunUnmask("generate" + flags + " --json -t 1");
+    ASSERT_EQ(f.exit_code, 0) << f.err;
+    const nlohmann::json fused = nlohmann::json::parse(f.out);
+    EXPECT_FALSE(fused.at("params").at("separate_store").get<bool>());
+    EXPECT_EQ(fused.at("output_ids"), out.at("output_ids"));
+    EXPECT_EQ(fused.at("nfe").get<int64_t>(), static_cast<int64_t>(g.at("trace").size()));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BlockCliGoldenTest,

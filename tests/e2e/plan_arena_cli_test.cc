@@ -147,9 +147,11 @@ TEST(ArenaCliTest, BlockModesOnATinySdarWithBothJudges) {
     EXPECT_GT(row["nfe_per_request"].get<double>(), 0) << row;
     EXPECT_GT(row["arithmetic_intensity"].get<double>(), 0) << row;
     EXPECT_GT(row["roofline_fraction"].get<double>(), 0) << row;
-    // One token per denoising step plus a store forward per block: under one token per forward.
+    // One token per denoising step, and the fused schedule has no other forwards (prefill and
+    // stores ride along): one token per forward, fewer where a request stops early.
     if (row["mode"] == "block-static") {
-      EXPECT_LT(row["tokens_per_forward"].get<double>(), 1.0);
+      EXPECT_LE(row["tokens_per_forward"].get<double>(), 1.0 + 1e-9);
+      EXPECT_GT(row["tokens_per_forward"].get<double>(), 0.5);
     }
   }
   EXPECT_EQ(j["models"]["block"], "arena_cli_tiny_sdar.gguf");

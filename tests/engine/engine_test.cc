@@ -85,13 +85,16 @@ TEST(EngineTest, RouteCostsABlockModelAsBlockDiffusion) {
     EXPECT_DOUBLE_EQ(d->predicted_ms[0].second, PredictRoute(rr, load).latency_ms);
   };
   // SDAR's default: low_confidence_dynamic, one denoising step per block position, the model's
-  // block of 4; a threshold rule (not a fixed schedule).
-  expect({4, 4, false});
+  // block of 4; a threshold rule (not a fixed schedule); the fused schedule.
+  expect({4, 4, false, false});
   g.remasking = "low_confidence_static";
-  expect({4, 4, true});
+  expect({4, 4, true, false});
   g.block.denoising_steps = 2;
   g.given.push_back({"denoising_steps", "--denoising-steps"});
-  expect({4, 2, true});
+  expect({4, 2, true, false});
+  g.block.separate_store = true;  // SDAR's own schedule
+  g.given.push_back({"separate_store", "--separate-store"});
+  expect({4, 2, true, true});
   e.Shutdown();
 }
 

@@ -116,8 +116,8 @@ TEST(RouterTest, EachCandidateUsesItsOwnPromptLength) {
 }
 
 TEST(RouterTest, BlockDiffusionWithAFixedQuotaSchedule) {
-  RouteRequest r = Req(1000);  // prompt 10, 64 tokens
-  r.block = {4, 4, true};      // SDAR block 4, 4 steps per block, static strategy
+  RouteRequest r = Req(1000);    // prompt 10, 64 tokens
+  r.block = {4, 4, true, true};  // SDAR block 4, 4 steps per block, static, separate stores
   // The prompt's 2 whole blocks are prefilled (8 positions); blocks 2..18 are decoded: 17 blocks
   // (the first holds the prompt's last 2 tokens) of 4 denoising + 1 store forward of 4 positions.
   const double forwards = 17 * 5;
@@ -138,7 +138,7 @@ TEST(RouterTest, BlockDiffusionWithAFixedQuotaSchedule) {
 
 TEST(RouterTest, BlockDiffusionThresholdRulesUseTheMeasuredTokensPerForward) {
   RouteRequest r = Req(1000);
-  r.block = {4, 4, false};  // low_confidence_dynamic
+  r.block = {4, 4, false, true};  // low_confidence_dynamic, separate stores
   EngineLoad l = Block();
   // Nothing measured yet: the upper bound, one token per step (17 blocks x 5 forwards).
   EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.08 + 85 * 1.04, 1e-9);
@@ -154,10 +154,29 @@ TEST(RouterTest, BlockDiffusionThresholdRulesUseTheMeasuredTokensPerForward) {
   EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.08 + 85 * 1.04, 1e-9);
 }
 
+TEST(RouterTest, BlockDiffusionFusedScheduleHasNoPrefillOrStoreForwards) {
+  RouteRequest r = Req(1000);     // prompt 10, 64 tokens
+  r.block = {4, 4, true, false};  // SDAR block 4, 4 steps per block, static, fused
+  // 17 blocks x 4 denoising forwards: the first also feeds the prompt's 8 whole-block positions
+  // (12 positions), each later block's first also the block before it (8), the others 4.
+  const RoutePrediction p = PredictRoute(r, Block());
+  EXPECT_NEAR(p.latency_ms, (1 + 0.12) + 16 * (1 + 0.08) + 51 * (1 + 0.04), 1e-9);
+  EXPECT_NEAR(p.compute_ms_per_token, (8 + 68 * 4 + 16 * 4) * 0.01 / 64, 1e-12);
+  EXPECT_NEAR(PredictRoute(r, Block(), 10).latency_ms - p.latency_ms, 68 * 10, 1e-6);
+  // Threshold rules: measured 2 tokens per forward -> 32 forwards, at least 1 per block (17).
+  r.block.fixed_steps = false;
+  EngineLoad l = Block();
+  l.tokens_per_forward_requests = 3;
+  l.diffusion_tokens_per_forward = 2.0;
+  EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.12 + 16 * 1.08 + 15 * 1.04, 1e-9);
+  l.diffusion_tokens_per_forward = 8.0;  // 8 forwards: held at one per block
+  EXPECT_NEAR(PredictRoute(r, l).latency_ms, 1.12 + 16 * 1.08, 1e-9);
+}
+
 TEST(RouterTest, EachBlockCandidateUsesItsOwnBlockParameters) {
   RouteCandidate c[] = {{0, "sdar-4", Block()}, {1, "sdar-8", Block()}, {2, "ar", Ar()}};
-  c[0].block = BlockRoute{4, 4, true};
-  c[1].block = BlockRoute{8, 8, true};
+  c[0].block = BlockRoute{4, 4, true, true};
+  c[1].block = BlockRoute{8, 8, true, true};
   const RouteDecision d = Route(Req(1000), c);
   ASSERT_EQ(d.predicted_ms.size(), 3u);
   // Block 4: 1.08 + 85 x 1.04; block 8: prefill of 8, then 9 blocks (10 + 64 = 74 -> 10 blocks,

@@ -6,9 +6,11 @@ tests/data/hf/sdar-tiny-f32 -m tests/data/hf/fastdllm-v2-tiny` (folders, not GGU
 block_length, denoising_steps, remasking, threshold, eb_threshold, top_k, small_block_size. The text
 must be the golden output cut as served text is (engine/text_stream.h: before the first EOS/EOT,
 at most max_tokens tokens), decoded by the `tokenizers` package from the folder's tokenizer.json;
-checked whole and streamed (the deltas joined), with x_unmask.engine and x_unmask.nfe (the
-reference's forwards; fewer when the served text ends at a stop id, where the server stops). Then all cases of a checkpoint at once from threads (batched step by step by
-the server) must give the same texts. Prints one line per check; exits 1 if any check failed.
+checked whole (SDAR cases with separate_store, SDAR's own schedule) and streamed (the default
+fused schedule; the deltas joined), with x_unmask.engine and x_unmask.nfe (the reference's
+forwards; fewer when the served text ends at a stop id, where the server stops). Then all cases of
+a checkpoint at once from threads (batched step by step by the server, fused schedule) must give
+the same texts. Prints one line per check; exits 1 if any check failed.
 
   .venv/bin/python tests/server/test_block_goldens.py --unmask build/release/unmask
 """
@@ -70,8 +72,10 @@ def expected_text(g, max_tokens):
     return tok.decode(ids, skip_special_tokens=True)
 
 
-def complete(client, g, stream=False):
+def complete(client, g, stream=False, separate_store=False):
     model, max_tokens, body = request(g)
+    if separate_store:
+        body["separate_store"] = True
     args = dict(model=model, prompt=g["prompt_ids"], max_tokens=max_tokens, temperature=0,
                 extra_body=body)
     if not stream:
@@ -84,7 +88,9 @@ def make_case_test(g):
     def test(url, client):
         model, max_tokens, _ = request(g)
         want = expected_text(g, max_tokens)
-        r = complete(client, g)
+        sdar = g["algorithm"] == "sdar_block_diffusion"
+        # SDAR cases: SDAR's schedule (its NFE) whole, the default fused schedule streamed.
+        r = complete(client, g, separate_store=sdar)
         check(r.choices[0].text == want, f"{g['case']}: text equals the reference",
               f"{r.choices[0].text!r} != {want!r}")
         xu = x_unmask(r)

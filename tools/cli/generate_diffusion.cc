@@ -53,6 +53,7 @@ nlohmann::json ParamsJson(const BuiltDecoder& b, const ModelConfig& c, bool used
             {"remasking", std::string(BlockRemaskingName(p.remasking))},
             {"confidence_threshold", p.confidence_threshold},
             {"eb_threshold", p.eb_threshold},
+            {"separate_store", p.separate_store},
             {"temperature", p.temperature},
             {"top_k", p.top_k},
             {"top_p", p.top_p},

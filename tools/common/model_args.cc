@@ -182,6 +182,13 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
                  "--threshold (at least one). Must divide --block-length")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
+  if (request_flags) {
+    app.add_flag("--separate-store", block.separate_store,
+                 "block-diffusion models (SDAR): SDAR's own schedule, one prefill forward and one "
+                 "clean store forward per finished block (the reference's NFE). Default: the "
+                 "fused schedule, where a block's first denoising forward also writes the K/V of "
+                 "the prompt or the block before it: the same tokens, fewer forwards");
+  }
   app.add_option("--eb-threshold", block.eb_threshold,
                  "block-diffusion models, --remasking entropy_bounded: commit the lowest-entropy "
                  "masked positions while their summed entropy (nats) stays below this")

@@ -227,6 +227,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                                                "remasking",
                                                "denoising_steps",
                                                "eb_threshold",
+                                               "separate_store",
                                                "small_block_size",
                                                "cache",
                                                "commit",
@@ -339,6 +340,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   if (auto e = ReadNumber(j, "low_threshold", 0, 1, &r.low_threshold)) return e;
   if (auto e = ReadNumber(j, "cfg_scale", 0, 1e3, &r.cfg_scale)) return e;
   if (auto e = ReadBool(j, "early_stop", &r.early_stop)) return e;
+  if (auto e = ReadBool(j, "separate_store", &r.separate_store)) return e;
   if (auto e = ReadString(j, "alg", &r.alg)) return e;
   if (r.alg && !DreamAlgFromName(*r.alg)) {
     return Bad("alg", "'alg' must be origin, maskgit_plus, topk_margin or entropy");

@@ -190,6 +190,7 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.remasking.has_value(), "remasking");
   add(r.denoising_steps.has_value(), "denoising_steps");
   add(r.eb_threshold.has_value(), "eb_threshold");
+  add(r.separate_store.has_value(), "separate_store");
   add(r.small_block_size.has_value(), "small_block_size");
   add(r.cache.has_value(), "cache");
   add(r.commit.has_value(), "commit");
@@ -351,6 +352,7 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   }
   if (r.denoising_steps) g->block.denoising_steps = *r.denoising_steps;
   if (r.eb_threshold) g->block.eb_threshold = *r.eb_threshold;
+  if (r.separate_store) g->block.separate_store = *r.separate_store;
   if (r.small_block_size) g->fast_dllm_v2.small_block_size = *r.small_block_size;
   if (r.cache) {
     auto v = CacheModeFromName(*r.cache);

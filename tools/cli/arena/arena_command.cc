@@ -113,7 +113,7 @@ StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
   const double mean_tokens = static_cast<double>(measured.tokens) /
                              static_cast<double>(std::max<int64_t>(measured.requests, 1));
   if (mode.block) {
-    // The tokens returned over all forwards of a request (prefill and store forwards included),
+    // The tokens returned over all forwards of a request (the fused schedule's: every forward),
     // at the model's trained block; the projection's output is the tokens returned.
     const double k = mean_tokens / std::max(measured.nfe_per_request, 1.0);
     const plan::Workload w{r.prompt_length, std::max<int64_t>(1, std::llround(mean_tokens))};

@@ -115,8 +115,8 @@ plan::EngineSpec ArenaPlannerSpec(const ArenaMode& mode, int64_t block_length,
   plan::EngineSpec e;
   e.name = mode.name;
   if (mode.block) {
-    // Tokens per forward over all of a request's forwards (prefill and store forwards included),
-    // so one token per denoising step gives B / (B + 1).
+    // Tokens per forward over all of a request's forwards. The arena runs the decoder's default
+    // fused schedule (no prefill or store forwards of their own: one token per step gives 1).
     e.kind = plan::EngineKind::kBlockDiffusion;
     e.block_length = std::max<int64_t>(block_length, 1);
     e.tokens_per_forward =
