@@ -15,8 +15,8 @@
 #   2. extracts it to build/llamacpp-diffusion/src/ and checks that the vendored llama.cpp has
 #      examples/diffusion and knows the `llada` architecture (fails naming what is missing)
 #   3. configures with CMake (Release, -DGGML_NATIVE=ON -DLLAMA_CURL=OFF, examples on, tests/server
-#      off, static libs) and builds only the llama-diffusion-cli target with 2 jobs (71 compile
-#      steps, about 6 minutes on 2 busy cores) into build/llamacpp-diffusion/build/, linked to
+#      off, static libs) and builds only the llama-diffusion-cli and llama-simple targets with 2
+#      jobs (about 6 minutes on 2 busy cores) into build/llamacpp-diffusion/build/, linked to
 #      build/llamacpp-diffusion/bin/
 # Needs: cmake >= 3.14, a C++17 compiler, python3 with pip (the project's .venv or /usr/bin/python3).
 # Rebuild from scratch: rm -rf build/llamacpp-diffusion
@@ -28,10 +28,12 @@ root=build/llamacpp-diffusion
 sdist=$root/dl/llama_cpp_python-$version.tar.gz
 src=$root/src/llama_cpp_python-$version/vendor/llama.cpp
 bin=$root/bin/llama-diffusion-cli
+simple=$root/bin/llama-simple  # greedy AR decoding, for scripts/bench/check_llamacpp_greedy.py
 stamp=$root/bin/.built-from
 log() { echo "setup-llamacpp-diffusion: $*" >&2; }
 
-if [[ -x $bin && -f $stamp && $(cat "$stamp") == "llama-cpp-python==$version sha256:$sha256" ]]; then
+if [[ -x $bin && -x $simple && -f $stamp &&
+      $(cat "$stamp") == "llama-cpp-python==$version sha256:$sha256" ]]; then
   log "already built: $bin (llama-cpp-python==$version)"
   echo "$bin"
   exit 0
@@ -81,9 +83,10 @@ cmake -S "$src" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_TOOLS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-log "building llama-diffusion-cli with 2 jobs (about 6 minutes on 2 cores)"
-cmake --build "$root/build" --target llama-diffusion-cli -j 2 >&2
+log "building llama-diffusion-cli and llama-simple with 2 jobs (about 6 minutes on 2 cores)"
+cmake --build "$root/build" --target llama-diffusion-cli llama-simple -j 2 >&2
 ln -sf ../build/bin/llama-diffusion-cli "$bin"
+ln -sf ../build/bin/llama-simple "$simple"
 echo "llama-cpp-python==$version sha256:$sha256" > "$stamp"
 log "built $bin"
 echo "$bin"

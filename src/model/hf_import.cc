@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/half.h"
 #include "format/hf_checkpoint.h"
 #include "model/hf_vocab_keys.h"
 
@@ -183,23 +184,40 @@ class TensorMapper {
                                   ShapeText(t->shape) + ", config.json implies " +
                                   ShapeText(shape));
     }
-    UNMASK_ASSIGN_OR_RETURN(const gguf::GgmlType type, GgmlTypeOf(*t, shard));
-    const int64_t elem = type == gguf::GgmlType::kF32 ? 4 : 2;
+    UNMASK_ASSIGN_OR_RETURN(gguf::GgmlType type, GgmlTypeOf(*t, shard));
     const uint8_t* data = t->data;
+    size_t num_bytes = t->num_bytes();
+    if (shape.size() == 1 && type != gguf::GgmlType::kF32) {
+      // Norms and biases in F32, as llama.cpp's converter writes them (its CPU ops refuse an
+      // f32 x bf16 elementwise product).
+      const auto n = static_cast<size_t>(shape[0]);
+      std::vector<uint8_t> f32(n * 4);
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, data + 2 * i, 2);
+        const float v = type == gguf::GgmlType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
+        std::memcpy(f32.data() + 4 * i, &v, 4);
+      }
+      owned_->buffers.push_back(std::move(f32));
+      data = owned_->buffers.back().data();
+      type = gguf::GgmlType::kF32;
+      num_bytes = n * 4;
+    }
+    const int64_t elem = type == gguf::GgmlType::kF32 ? 4 : 2;
     if (permute_heads > 0) {
       const int64_t row_bytes = (shape.size() == 2 ? shape[1] : 1) * elem;
       owned_->buffers.push_back(PermuteRows(data, shape[0], row_bytes, permute_heads));
       data = owned_->buffers.back().data();
     } else if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(elem) != 0) {
       // The format does not promise alignment (MODELS.md §1.1): copy what is misaligned.
-      owned_->buffers.emplace_back(data, data + t->num_bytes());
+      owned_->buffers.emplace_back(data, data + num_bytes);
       data = owned_->buffers.back().data();
     }
     gguf::TensorInfo info;
     info.name = gguf_name;
     info.dims.assign(shape.rbegin(), shape.rend());
     info.type = type;
-    info.num_bytes = t->num_bytes();
+    info.num_bytes = num_bytes;
     info.data = data;
     tensors_.push_back(std::move(info));
     return Status::Ok();
@@ -349,7 +367,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
     UNMASK_ASSIGN_OR_RETURN(mask_id, cfg.Int("mask_token_id"));
     if (*mask_id >= d.vocab) return cfg.Bad("mask_token_id", "below vocab_size");
   }
-  if (with_tokenizer) UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, &md));
+  if (with_tokenizer) UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, d.vocab, &md));
   return gguf::GgufFile::FromParts(ck.dir(), std::move(md), m.Take(), std::move(owned));
 }
 

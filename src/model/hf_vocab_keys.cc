@@ -1,5 +1,6 @@
 #include "model/hf_vocab_keys.h"
 
+#include <unordered_set>
 #include <utility>
 
 #include "format/hf_checkpoint.h"
@@ -70,10 +71,28 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadHfFolderTokenizer(const std::string& di
   return tok;
 }
 
-Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,
+Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id, int64_t vocab_size,
                          std::vector<gguf::MetadataEntry>* md) {
   UNMASK_ASSIGN_OR_RETURN(Vocab vocab, ReadHfTokenizer(dir));
   if (mask_id) vocab.mask = static_cast<TokenId>(*mask_id);
+  const auto n = static_cast<int64_t>(vocab.tokens.size());
+  if (n > vocab_size) {
+    return InvalidArgumentError(dir + "/tokenizer.json: " + std::to_string(n) +
+                                " tokens, more than config.json vocab_size " +
+                                std::to_string(vocab_size));
+  }
+  // llama.cpp's convert_hf_to_gguf.py pads the list to the embedding's rows.
+  if (n < vocab_size) {
+    const std::unordered_set<std::string> taken(vocab.tokens.begin(), vocab.tokens.end());
+    vocab.token_types.resize(static_cast<size_t>(n), static_cast<int32_t>(TokenType::kNormal));
+    for (int64_t i = n; i < vocab_size; ++i) {
+      std::string pad = "[PAD" + std::to_string(i) + "]";
+      while (taken.count(pad) != 0) pad += "#";
+      vocab.tokens.push_back(std::move(pad));
+      if (!vocab.scores.empty()) vocab.scores.push_back(0.0f);
+      vocab.token_types.push_back(static_cast<int32_t>(TokenType::kUnused));
+    }
+  }
   // ReadHfTokenizer names the regex lists llama.cpp knows (Vocab::pre) and leaves the others "".
   if (vocab.model == "gpt2" && !vocab.pre_patterns.empty() && vocab.pre.empty()) {
     return UnimplementedError(dir +

@@ -29,9 +29,13 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadHfFolderTokenizer(const std::string& di
 // Reads the tokenizer of folder `dir` and appends its keys (for GGUF files: the fields of a Vocab
 // that have no GGUF key, such as pre_patterns and the NFC normalizer, are not written; a
 // pre-tokenizer without a llama.cpp name is then Unimplemented); `mask_id` (config.json
-// mask_token_id) overrides the tokenizer's mask token. Errors: those of ReadHfTokenizer (naming the
-// file and field); NotFound when the folder has no tokenizer.json.
-Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id,
+// mask_token_id) overrides the tokenizer's mask token. A token list shorter than the model's
+// `vocab_size` (config.json; checkpoints pad the embedding, e.g. Qwen2.5's 151,936 rows for
+// 151,665 tokens) is padded with "[PAD<id>]" tokens of type UNUSED, as llama.cpp's
+// convert_hf_to_gguf.py does, so llama.cpp accepts the file. Errors: those of ReadHfTokenizer
+// (naming the file and field); NotFound when the folder has no tokenizer.json; InvalidArgument
+// when the tokenizer has more tokens than vocab_size.
+Status AppendHfVocabKeys(const std::string& dir, std::optional<int64_t> mask_id, int64_t vocab_size,
                          std::vector<gguf::MetadataEntry>* md);
 
 }  // namespace unmask

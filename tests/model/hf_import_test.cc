@@ -63,6 +63,33 @@ TEST(HfImportTest, SdarFolderMapsToTheSdarArchitecture) {
   EXPECT_EQ((*f)->FindTensor("token_embd.weight")->type, gguf::GgmlType::kBF16);
 }
 
+TEST(HfImportTest, LikeLlamaCppsConverterTokensArePaddedAndNormsAreF32) {
+  // qwen3-tiny: 1,004 tokens for 1,024 embedding rows, BF16 weights. llama.cpp refuses a token
+  // list shorter than the embedding and a BF16 norm (scripts/bench/check_llamacpp_greedy.py).
+  auto f = ImportHfCheckpoint(testing::TestDataPath("hf/qwen3-tiny"));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const gguf::Value* tokens = (*f)->Find("tokenizer.ggml.tokens");
+  const gguf::Value* types = (*f)->Find("tokenizer.ggml.token_type");
+  ASSERT_NE(tokens, nullptr);
+  ASSERT_NE(types, nullptr);
+  ASSERT_EQ(tokens->strings.size(), 1024u);
+  ASSERT_EQ(types->ints.size(), 1024u);
+  EXPECT_EQ(tokens->strings[1003], "<|MASK|>");
+  EXPECT_EQ(tokens->strings[1004], "[PAD1004]");
+  EXPECT_EQ(tokens->strings[1023], "[PAD1023]");
+  EXPECT_EQ(types->ints[1023], 5);  // UNUSED
+  EXPECT_EQ((*f)->FindTensor("token_embd.weight")->type, gguf::GgmlType::kBF16);
+  for (const char* norm : {"blk.0.attn_norm.weight", "blk.0.attn_q_norm.weight",
+                           "blk.1.ffn_norm.weight", "output_norm.weight"}) {
+    const gguf::TensorInfo* t = (*f)->FindTensor(norm);
+    ASSERT_NE(t, nullptr) << norm;
+    EXPECT_EQ(t->type, gguf::GgmlType::kF32) << norm;
+    EXPECT_EQ(t->num_bytes, 4 * static_cast<size_t>(t->dims[0])) << norm;
+  }
+  // The widened norm holds the BF16 values exactly: the loaded model's forward is unchanged
+  // (hf_forward_golden_test.cc checks it against the float64 reference).
+}
+
 TEST(HfImportTest, LlamaFoldersArePermutedForInterleavedRope) {
   // A Qwen2 folder relabelled as Llama: same weights, but llama.cpp's layout stores Q/K rows
   // permuted, so the view's rows are a permutation of the folder's and the forward is the same
