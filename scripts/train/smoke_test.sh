@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI smoke test of the training pipeline (never the full training): trains the tokenizer and each
 # twin for a few steps of a tiny configuration on a few kilobytes of TinyStories text, exports both
-# GGUF files, and checks that llama.cpp's gguf-py accepts them and that unmask loads them.
+# GGUF files, and checks that llama.cpp's gguf-py accepts them and that unmask loads them; the same
+# for the block-diffusion twin's scripts (train, resume, export to GGUF and HF, distillation data).
 #   scripts/train/smoke_test.sh UNMASK_BINARY [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +29,26 @@ grep -q "architecture: llama" "$work/ar.inspect.txt"
 "$unmask" generate -m "$work/llada.gguf" -p "Once upon a time" -n 16 --steps 16 --block-length 16 \
   --json > "$work/llada.generate.json"
 $py -c "import json,sys; j=json.load(open('$work/llada.generate.json')); assert len(j['output_ids'])==16"
+# The block-diffusion twin's pipeline: two steps, resumed to a third (the resumable checkpoint),
+# exported to GGUF and an HF folder, both generated from; then a distillation stream from the AR
+# model and one step on it.
+tiny=(--tokenizer "$work/tokenizer.json" --dim 32 --layers 2 --heads 4 --ffn 64 --context 64
+  --batch 2 --warmup 1 --eval-every 1 --threads 1)
+$py scripts/train/train_block.py --init scratch --out-dir "$work/block" "${tiny[@]}" --stop-at 2
+$py scripts/train/train_block.py --init scratch --out-dir "$work/block3" "${tiny[@]}" --stop-at 3 \
+  --resume "$work/block/checkpoint.pt"
+test "$(wc -l < "$work/block3/log.jsonl")" = 3
+$py scripts/train/export_block.py "$work/block3/checkpoint.pt" --gguf "$work/block.gguf" \
+  --hf "$work/block-hf"
+for m in "$work/block.gguf" "$work/block-hf"; do
+  "$unmask" generate -m "$m" -p "Once upon a time" -n 12 --json > "$work/block.generate.json"
+  $py -c "import json; j=json.load(open('$work/block.generate.json')); \
+assert j['params']['decoder'] == 'block_diffusion' and len(j['output_ids']) >= 12, j"
+done
+$py scripts/train/make_distill_data.py --unmask "$unmask" --teacher "$work/ar.gguf" \
+  --tokenizer "$work/tokenizer.json" --context 64 --tokens 400 --out "$work/distill.npy"
+$py scripts/train/train_block.py --init scratch --out-dir "$work/block-distill" "${tiny[@]}" \
+  --stop-at 1 --distill-stream "$work/distill.npy"
 $py scripts/check_llamacpp_gguf.py "$work/llada.gguf"
 $py scripts/check_llamacpp_gguf.py "$work/ar.gguf"
 echo "smoke_test: ok"

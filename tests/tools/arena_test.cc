@@ -213,7 +213,7 @@ TEST(ArenaModesTest, BlockModesAndTheirRequests) {
   EXPECT_EQ(std::count_if(plain.begin(), plain.end(),
                           [](const std::string& n) { return n.rfind("block-", 0) == 0; }),
             0);
-  EXPECT_EQ(with.size(), plain.size() + 4);
+  EXPECT_EQ(with.size(), plain.size() + 5);
   const LoadedModel& sdar = Tiny("sdar");
   const DecoderModel dm{
       &sdar.model->config(),
@@ -239,6 +239,7 @@ TEST(ArenaModesTest, BlockModesAndTheirRequests) {
   EXPECT_EQ(settle("block-static").remasking, BlockRemasking::kLowConfidenceStatic);
   EXPECT_DOUBLE_EQ(settle("block-dynamic-0.9").confidence_threshold, 0.9);
   EXPECT_DOUBLE_EQ(settle("block-dynamic-0.7").confidence_threshold, 0.7);
+  EXPECT_DOUBLE_EQ(settle("block-dynamic-0.5").confidence_threshold, 0.5);
   const plan::EngineSpec e =
       ArenaPlannerSpec(FindArenaMode("block-static").value(), 4, 16.0 / 21.0, 0);
   EXPECT_EQ(e.kind, plan::EngineKind::kBlockDiffusion);

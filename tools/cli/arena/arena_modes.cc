@@ -80,6 +80,8 @@ std::vector<ArenaMode> ArenaModes() {
             BlockRemasking::kLowConfidenceDynamic, 0.9),
       Block("block-dynamic-0.7", "--remasking low_confidence_dynamic --threshold 0.7",
             BlockRemasking::kLowConfidenceDynamic, 0.7),
+      Block("block-dynamic-0.5", "--remasking low_confidence_dynamic --threshold 0.5",
+            BlockRemasking::kLowConfidenceDynamic, 0.5),
   };
 }
 
@@ -93,8 +95,8 @@ std::vector<std::string> DefaultArenaModeNames(bool with_block) {
                                     "diffusion-dual-factor",
                                     "diffusion-dual-credit"};
   if (with_block) {
-    for (const char* n :
-         {"block-default", "block-static", "block-dynamic-0.9", "block-dynamic-0.7"}) {
+    for (const char* n : {"block-default", "block-static", "block-dynamic-0.9", "block-dynamic-0.7",
+                          "block-dynamic-0.5"}) {
       names.push_back(n);
     }
   }
