@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "ops/softmax.h"
 #include "sampling/top_k.h"
 
 namespace unmask {
@@ -36,11 +37,24 @@ Sampled SampleRow(std::span<const float> logits, const BlockParams& p, const Cou
                   uint32_t step, uint32_t position, bool want_entropy, std::vector<double>& l,
                   std::vector<int32_t>& order) {
   const size_t n = logits.size();
+  const bool top_k = p.top_k > 0 && static_cast<size_t>(p.top_k) < n;
+  if (p.temperature == 0 && !top_k && p.top_p >= 1.0 && !want_entropy) {
+    // The common greedy case without filters: argmax and 1 / sum exp(l - max), f32 terms summed
+    // in f64 (SumExpShifted), without a float64 copy of the row.
+    size_t best = 0;
+    for (size_t v = 1; v < n; ++v) {
+      if (logits[v] > logits[best]) best = v;  // the lowest id on ties
+    }
+    Sampled s;
+    s.token = static_cast<int32_t>(best);
+    s.confidence = 1.0 / SumExpShifted(logits.data(), static_cast<int64_t>(n), logits[best]);
+    return s;
+  }
   l.assign(logits.begin(), logits.end());
   if (p.temperature > 0) {
     for (double& x : l) x /= p.temperature;
   }
-  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
+  if (top_k) {
     std::vector<double> sorted(l);
     std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
                      std::greater<double>());

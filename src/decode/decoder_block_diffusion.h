@@ -25,8 +25,10 @@
 //   T > 0: token drawn by inverse CDF in id order with u = rng.Uniform(kSampling, s, position,
 //   0) (s: denoising forwards before this one, the same under both schedules); T = 0 (the reference
 //   divides by zero; MODELS.md §4): token = argmax l (lowest id on ties). Confidence =
-//   probs[token]. Entropy (entropy_bounded) = -sum_v max(p_v, 1e-12) log max(p_v, 1e-12) (the
-//   reference's clamp_min(1e-12)).
+//   probs[token]; at T = 0 without top-k/top-p (and not for entropy_bounded) it is
+//   1 / sum_v exp(l_v - max) with f32 terms summed in f64 (ops/softmax.h SumExpShifted, ~1e-7
+//   relative), without a float64 copy of the row. Entropy (entropy_bounded) = -sum_v max(p_v,
+//   1e-12) log max(p_v, 1e-12) (the reference's clamp_min(1e-12)).
 // Strategies (confidences of unmasked positions are -inf; TIE RULE: equal values -> lower position
 // first, -inf included):
 //   sequential: the n_s positions from the first masked one (within the block);

@@ -36,6 +36,8 @@ void AddInPlace(float* y, const float* x, int64_t n);
 // softmax_cpu.cc: one row of n in place (all -inf -> all 0); rows of [m, n] in parallel.
 void SoftmaxRow(float* x, int64_t n);
 void SoftmaxRows(float* x, int64_t m, int64_t n);
+// sum_i exp(x_i - shift), f32 terms summed in f64 (ops/softmax.h SumExpShifted), n >= 1.
+double SumExpShifted(const float* x, int64_t n, float shift);
 
 // rope_cpu.cc: x [m, num_heads, head_dim] rotated in place; positions already checked.
 void RopeRows(float* x, int64_t m, int64_t num_heads, int64_t head_dim, const int32_t* positions,

@@ -17,4 +17,8 @@ Status SoftmaxInPlace(TensorView x) {
   return ops_internal::NoKernel("SoftmaxInPlace", x.device);
 }
 
+double SumExpShifted(const float* x, int64_t n, float shift) {
+  return n > 0 ? cpu::SumExpShifted(x, n, shift) : 0.0;
+}
+
 }  // namespace unmask

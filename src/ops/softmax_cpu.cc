@@ -61,6 +61,39 @@ void SoftmaxRow(float* x, int64_t n) {
   for (i = 0; i < n; ++i) x[i] *= inv;  // auto-vectorized
 }
 
+double SumExpShifted(const float* x, int64_t n, float shift) {
+  double sum = 0.0;
+  int64_t i = 0;
+#if defined(UNMASK_HAVE_AVX512)
+  const __m512 vs = _mm512_set1_ps(shift);
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    // Masked-off lanes load -inf: exp gives 0.
+    const __m512 xv =
+        _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), m, x + i);
+    const __m512 e = Exp(_mm512_sub_ps(xv, vs));
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    acc1 = _mm512_add_pd(
+        acc1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  sum = _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
+#elif defined(UNMASK_HAVE_AVX2)
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  double lanes[4];
+  _mm256_storeu_pd(lanes, _mm256_add_pd(acc0, acc1));
+  sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+#endif
+  for (; i < n; ++i) sum += static_cast<double>(std::exp(x[i] - shift));
+  return sum;
+}
+
 void SoftmaxRows(float* x, int64_t m, int64_t n) {
   const int64_t grain = GrainForBytes(8 * n);
   ParallelFor(m, grain, [&](int64_t begin, int64_t end) {

@@ -84,5 +84,43 @@ TEST(SoftmaxTest, Errors) {
   EXPECT_TRUE(SoftmaxInPlace(TensorView{nullptr, DType::kF32, Shape{0, 3}}).ok());
 }
 
+// SumExpShifted: f32 terms (x_i - shift rounded to f32: relative error |x_i - shift| u in the
+// term; exp ~2 u) summed in f64 (n * 2^-53, negligible): relative error of the sum below
+// (4 + max_i |x_i - shift|) u.
+TEST(SumExpShiftedTest, MatchesTheDoubleReference) {
+  uint32_t state = 12345;
+  auto uniform = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
+  };
+  for (int64_t n : {0, 1, 7, 8, 15, 16, 17, 33, 3072, 32000}) {
+    for (float spread : {0.5f, 8.0f, 40.0f}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      float max = -kInf;
+      for (float& v : x) {
+        v = (uniform() - 0.5f) * 2 * spread;
+        max = std::max(max, v);
+      }
+      for (float shift : {max, max - 1.0f}) {
+        const double want = ref::SumExpShifted(x.data(), n, shift);
+        const double got = SumExpShifted(x.data(), n, shift);
+        if (n == 0) {
+          EXPECT_EQ(got, 0.0);
+          continue;
+        }
+        const double tol = (4.0 + 2.0 * spread + 1.0) * kU * want;
+        EXPECT_NEAR(got, want, tol) << "n " << n << " spread " << spread;
+      }
+    }
+  }
+}
+
+TEST(SumExpShiftedTest, MinusInfinityContributesNothingAndNanPropagates) {
+  std::vector<float> x = {0.0f, -kInf, -kInf, 0.0f, -kInf, -kInf, -kInf, -kInf, -kInf, 0.0f};
+  EXPECT_NEAR(SumExpShifted(x.data(), static_cast<int64_t>(x.size()), 0.0f), 3.0, 3 * 4 * kU);
+  x[8] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(SumExpShifted(x.data(), static_cast<int64_t>(x.size()), 0.0f)));
+}
+
 }  // namespace
 }  // namespace unmask

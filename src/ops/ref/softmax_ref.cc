@@ -25,4 +25,10 @@ void SoftmaxInPlace(float* x, int64_t m, int64_t n) {
   }
 }
 
+double SumExpShifted(const float* x, int64_t n, float shift) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - shift);
+  return sum;
+}
+
 }  // namespace unmask::ref
