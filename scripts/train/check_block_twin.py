@@ -22,6 +22,7 @@ golden logits.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,12 @@ def main():
     ap.add_argument("--no-golden", action="store_true", help="do not (re)write the golden file")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if not data.corpus_path().exists():  # the held-out stories give the prompts
+        if os.environ.get("CI") == "true":
+            print(f"check_block_twin: {data.corpus_path()} missing", file=sys.stderr)
+            return 1
+        print(f"SKIPPED: {data.corpus_path()} not found (../shared/data)")
+        return 0
 
     m64, kv = load_gguf_model(args.gguf)
     tok = gguf_model.load_tokenizer(kv)
