@@ -20,6 +20,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model import RMSNorm  # the twins' RMSNorm (scripts/train/model.py)
+
 
 @dataclass
 class BlockConfig:
@@ -53,16 +55,6 @@ def bd3lm_training_mask(length, block):
     top = torch.cat([same, earlier], 1)                                  # x_t queries
     bottom = torch.cat([torch.zeros_like(same), causal], 1)              # x_0 queries
     return torch.cat([top, bottom], 0)
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
 def rope_tables(head_dim, context, base):
