@@ -10,7 +10,9 @@
 //     llama.cpp stores, as its converter does); Qwen2ForCausalLM -> qwen2; Qwen3ForCausalLM ->
 //     qwen3; DreamModel -> dream; SDARForCausalLM -> sdar (the qwen3 names plus
 //     diffusion.block_length from config.json block_size, default 4); Fast_dLLM_QwenForCausalLM
-//     -> fast_dllm_v2 (the qwen2 names plus diffusion.block_length from bd_size, default 32).
+//     -> fast_dllm_v2 (the qwen2 names plus diffusion.block_length from bd_size, default 32);
+//     LLaDAModelLM -> llada (LLaDA's own config and tensor names, model.transformer.*, mapped as
+//     llama.cpp's conversion/llada.py does, Q/K permuted like Llama; see ImportLlada in the .cc).
 // HF names (transformers modeling_{llama,qwen2,qwen3}.py; SDAR training/model/*/modeling_sdar.py):
 //   model.embed_tokens -> token_embd, model.norm -> output_norm, lm_head -> output,
 //   model.layers.N.{input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm,

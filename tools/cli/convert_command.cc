@@ -89,11 +89,12 @@ void ConvertCommand::AddTo(CLI::App& app) {
                      "\"ak42\")")
           ->type_name("MODEL.bin");
   CLI::Option* from_hf =
-      app.add_option("--hf", hf,
-                     "Hugging Face checkpoint folder (config.json, model.safetensors or shards "
-                     "with model.safetensors.index.json, tokenizer.json): Llama, Mistral, Qwen2, "
-                     "Qwen3, Dream, SDAR, Fast-dLLM v2. Tensors keep their stored types (F32, "
-                     "F16, BF16)")
+      app.add_option(
+             "--hf", hf,
+             "Hugging Face checkpoint folder (config.json, model.safetensors or shards "
+             "with model.safetensors.index.json, tokenizer.json): Llama, Mistral, Qwen2, "
+             "Qwen3, Dream, LLaDA, SDAR, Fast-dLLM v2. Tensors keep their stored types (F32, "
+             "F16, BF16)")
           ->type_name("DIR");
   from_llama2c->excludes(from_hf);
   app.add_option("--tokenizer", tokenizer,
