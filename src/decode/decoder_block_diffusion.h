@@ -101,7 +101,12 @@ class BlockDiffusionDecoder final : public Decoder {
   // still change until it is finished: the over-commit rewrite), up to the first mask.
   std::span<const int32_t> committed() const override;
   int64_t nfe() const override { return nfe_; }
-  int64_t step_positions() const override { return params_.block_length; }
+  // Positions the next Plan() feeds: the prefill's whole blocks, the block, or (fused) the block
+  // with the clean positions in front of it; the scheduler budgets admissions with it.
+  int64_t step_positions() const override {
+    if (phase_ == Phase::kPrefill) return BlockStart();
+    return BlockStart() + params_.block_length - (params_.separate_store ? BlockStart() : cached_);
+  }
   int64_t current_block() const { return block_; }
 
  private:

@@ -216,6 +216,7 @@ TEST(BlockDiffusionDecoderTest, FusedScheduleFeedsTheUncachedCleanPositionsWithT
   auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab, 3);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   // Block 1, step 0: the prompt's whole block 0 rides in front: positions 0..7, rows 6, 7.
+  EXPECT_EQ(d->step_positions(), 8);
   auto plan = d->Plan();
   ASSERT_TRUE(plan.ok());
   const SequenceInput& first = (*plan)->sequences[0];
@@ -231,6 +232,7 @@ TEST(BlockDiffusionDecoderTest, FusedScheduleFeedsTheUncachedCleanPositionsWithT
   DecodeStep st = Step(*d, by_pos);
   EXPECT_EQ(st.committed_positions, (std::vector<int32_t>{7}));
   // Step 1: block 0 is cached now: only the block, its one masked row.
+  EXPECT_EQ(d->step_positions(), 4);
   plan = d->Plan();
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ((*plan)->sequences[0].pos0, 4);
