@@ -45,9 +45,9 @@ StatusOr<std::unique_ptr<Model>> Load(const std::string& path, bool hf, WeightMo
     UNMASK_ASSIGN_OR_RETURN(auto view, ImportHfCheckpoint(path, false));
     std::shared_ptr<const gguf::GgufFile> file(std::move(view));
     UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
-    UNMASK_ASSIGN_OR_RETURN(auto model,
-                            TransformerModel::Create(file, std::move(config), mode,
-                                                     ComputeType::kF32, nullptr, DefaultBackend()));
+    UNMASK_ASSIGN_OR_RETURN(
+        auto model, TransformerModel::Create(file, std::move(config), mode, ComputeType::kF32,
+                                             nullptr, DefaultBackend()));
     return std::unique_ptr<Model>(std::move(model));
   }
   LoadOptions opt;
@@ -80,9 +80,9 @@ TEST(BlockTwinForwardTest, LogitsMatchPyTorch) {
                        const char* what) {
         for (int64_t j = 0; j < v; ++j) {
           const double w = want[static_cast<size_t>(pos)][static_cast<size_t>(j)];
-          const double e =
-              std::abs(got[static_cast<size_t>(got_row) * static_cast<size_t>(v) +
-                           static_cast<size_t>(j)] - w);
+          const double e = std::abs(
+              got[static_cast<size_t>(got_row) * static_cast<size_t>(v) + static_cast<size_t>(j)] -
+              w);
           worst = std::max(worst, e);
           ASSERT_LE(e, atol + rtol * std::abs(w))
               << path << " " << what << " position " << pos << " id " << j;
@@ -100,9 +100,8 @@ TEST(BlockTwinForwardTest, LogitsMatchPyTorch) {
         const int32_t len = std::min(b, n - s);
         std::vector<int32_t> block_rows(static_cast<size_t>(len));
         for (int32_t i = 0; i < len; ++i) block_rows[static_cast<size_t>(i)] = i;
-        const std::vector<float> got =
-            Forward(m, all.subspan(static_cast<size_t>(s), static_cast<size_t>(len)), s,
-                    block_rows, &*kv);
+        const std::vector<float> got = Forward(
+            m, all.subspan(static_cast<size_t>(s), static_cast<size_t>(len)), s, block_rows, &*kv);
         for (int32_t i = 0; i < len; ++i) check(got, i, s + i, "cached");
       }
       std::printf("%s, %s weights: max |unmask - PyTorch f64| = %.3g over %d x %lld logits\n",
