@@ -47,6 +47,7 @@ MAX_ATTEMPTS = 60
 MIN_DISTINCT = 4           # distinct generated ids (masks aside): no trivially constant output
 STOPS = [mh.IM_END, mh.ENDOFTEXT]          # generation_config.json eos_token_id of every checkpoint
 A, B = "sdar-tiny-f32", "sdar-tiny-bf16-sharded"
+SM = "sdar-moe-tiny-bf16"
 F = "fastdllm-v2-tiny"
 # batch_sample pads with tokenizer.pad_token_id: <|endoftext|> in Qwen2.5 tokenizers (UNVERIFIED for
 # the Fast-dLLM v2 files; their config.json says pad_token_id = eos = <|im_end|>). Distinct from the
@@ -56,6 +57,7 @@ FAST_PAD = mh.ENDOFTEXT
 # Forward tolerance for the C++ side: |got - ref| <= atol + rtol * |ref| (see TOLERANCE_NOTE).
 FWD_ATOL = 1e-3
 FWD_RTOL = 1e-4
+MIN_ROUTE_MARGIN = 1e-4    # router probabilities; float32 rounding of them is ~1e-7
 FWD_HEADROOM = 20          # numpy's float32 error must stay below bound / FWD_HEADROOM everywhere
 TOLERANCE_NOTE = (
     "Reference logits are float64 from the checkpoint's stored values (BF16 expanded exactly). "
@@ -132,6 +134,16 @@ CASES: list[Case] = [
          "entropy_bounded, eb 2", require=("multi",)),
     Case("b_dyn_b8_s8_stop", B, 7, _p(block_length=8, denoising_steps=8, gen_length=40),
          "a stop id ends the generation early", require=("stop",)),
+    # SDAR-MoE (Qwen3-MoE body: 8 experts, top-3, renormalised; BF16; block 4).
+    Case("m_dyn_b4_s4_lp6", SM, 6, _p(), "MoE: default strategy"),
+    Case("m_dyn_b4_s4_lp8_chat", SM, 8, _p(gen_length=12), "MoE: prompt exactly two blocks",
+         chat=True),
+    Case("m_dyn_b8_s4_th05_lp5", SM, 5, _p(block_length=8, confidence_threshold=0.5),
+         "MoE: block 8 on a block-4 model, threshold 0.5", require=("multi",)),
+    Case("m_static_b4_s2_lp7", SM, 7, _p(remasking_strategy="low_confidence_static",
+                                          denoising_steps=2), "MoE: static, two per step"),
+    Case("m_dyn_b4_s4_stop", SM, 5, _p(gen_length=32), "MoE: a stop id ends the generation",
+         require=("stop",)),
 ]
 
 
@@ -152,6 +164,8 @@ AR_CASES: list[ArCase] = [
     ArCase("qwen2_lp5", "qwen2-tiny", 5, note="q/k/v biases, tied, F32, RoPE 1e4"),
     ArCase("qwen2_lp12_chat", "qwen2-tiny", 12, chat=True),
     ArCase("qwen2_lp7_stop", "qwen2-tiny", 7, note="a stop id is generated", require_stop=True),
+    ArCase("qwen3moe_lp5", "qwen3-moe-tiny", 5, note="Qwen3-MoE: 4 experts, top-2, F32, tied"),
+    ArCase("qwen3moe_lp12_chat", "qwen3-moe-tiny", 12, chat=True),
 ]
 
 
@@ -341,7 +355,11 @@ def forward_golden(name: str, m: HFModel, m32: HFModel) -> dict:
     prefill's own rows, then the rest against the cache without storing)."""
     c = m.cfg.raw
     rng = np.random.default_rng([zlib.crc32(name.encode()), 7])
-    if "block_size" in c or "bd_size" in c:
+    if m.cfg.arch == "LLaDAMoEModelLM":    # bidirectional: no cached procedure (prefill = all)
+        bl, mask = None, "full"
+        ids = [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, 8)] + [mh.MASK] * 4
+        lo, positions = len(ids), [0, 3, 7, 8, 11]
+    elif "block_size" in c or "bd_size" in c:
         bl, mask, lp = int(c.get("block_size", c.get("bd_size"))), "block", 10
         lo = lp // bl * bl
         ids = [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, lp)] + [mh.MASK] * (lo + bl - lp)
@@ -351,12 +369,16 @@ def forward_golden(name: str, m: HFModel, m32: HFModel) -> dict:
         ids = [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, 12)]
         positions = [0, 3, 6, 9, 11]
     kw = dict(mask=mask, block_length=bl)
-    full = m.forward(ids, **kw)
-    cache = m.new_cache()
-    cached = np.concatenate([m.forward(ids[:lo], cache=cache, store_kv=True, **kw),
-                             m.forward(ids[lo:], cache=cache, store_kv=False, **kw)])
-    cache_err = float(np.max(np.abs(full - cached)))
-    assert cache_err < 1e-9, cache_err
+    moe_stats: dict = {}
+    full = m.forward(ids, moe_stats=moe_stats, **kw)
+    if lo < len(ids):
+        cache = m.new_cache()
+        cached = np.concatenate([m.forward(ids[:lo], cache=cache, store_kv=True, **kw),
+                                 m.forward(ids[lo:], cache=cache, store_kv=False, **kw)])
+        cache_err = float(np.max(np.abs(full - cached)))
+        assert cache_err < 1e-9, cache_err
+    else:
+        cache_err = 0.0
     rows = full[positions]
     f32_err = np.abs(m32.forward(ids, **kw)[positions] - rows)
     assert np.all(f32_err * FWD_HEADROOM <= FWD_ATOL + FWD_RTOL * np.abs(rows)), f32_err.max()
@@ -368,6 +390,13 @@ def forward_golden(name: str, m: HFModel, m32: HFModel) -> dict:
                 "tolerance_note": TOLERANCE_NOTE.format(
                     f32_err=float(f32_err.max()), absmax=float(np.max(np.abs(rows))),
                     cache_err=max(cache_err, 1e-16))})
+    if m.cfg.moe is not None:
+        # Routing of the uncached forward with every position's logits: distinct experts per
+        # layer; the selection margin (k-th minus (k+1)-th router probability) must stay far
+        # above float32 rounding so that the engine routes identically.
+        assert moe_stats["min_route_margin"] >= MIN_ROUTE_MARGIN, moe_stats
+        out["experts_hit_per_layer"] = moe_stats["experts_hit"]
+        out["min_route_margin"] = float(f"{moe_stats['min_route_margin']:.6g}")
     return out
 
 

@@ -83,6 +83,10 @@ class Spec:
     extras: dict = field(default_factory=dict)     # family keys (mask_token_id, block_size, ...)
     write_head_dim: bool = True                    # Qwen2 configs have no head_dim key
     stop_row_scale: float = 1.3                    # output rows of the stop ids (gen_eos)
+    # Mixture of experts in every layer: {"experts": E, "top_k": k, "ffn": expert width,
+    # "norm": norm_topk_prob}; the router mlp.gate.weight [E, hidden] and the experts
+    # mlp.experts.{j}.{gate,up,down}_proj replace mlp.{gate,up,down}_proj.
+    moe: dict | None = None
 
 
 SPECS: dict[str, Spec] = {s.name: s for s in [
@@ -114,7 +118,35 @@ SPECS: dict[str, Spec] = {s.name: s for s in [
          seed=1805, rope_theta=1e6, rms_eps=1e-6, bos=ENDOFTEXT, eos=IM_END,
          gen_eos=[IM_END, ENDOFTEXT], pad=IM_END, write_head_dim=False,
          extras={"bd_size": 8, "conplemenrary_mask": True}),
+    # LLaDA-MoE (LLaDAMoEModelLM): Qwen3-style attention (q/k norm, MHA like the 7B-A1B),
+    # bidirectional; 8 experts, top-2, no renormalisation (the family's rule); F32, untied.
+    Spec("llada-moe-tiny-f32", "LLaDAMoEModelLM", "llada", "qwen3", hidden=32, layers=2, heads=4,
+         kv_heads=4, head_dim=8, ffn=64, dtype="F32", tied=False, shards=1, seed=1806,
+         rope_theta=50000, rms_eps=1e-5, bos=ENDOFTEXT, eos=IM_END, gen_eos=[IM_END, ENDOFTEXT],
+         pad=ENDOFTEXT, extras={"mask_token_id": MASK}, stop_row_scale=1.6,
+         moe={"experts": 8, "top_k": 2, "ffn": 16, "norm": False}),
+    # LLaDA-MoE: BF16, 2 shards, tied, top-1 routing over 4 experts.
+    Spec("llada-moe-tiny-bf16-top1", "LLaDAMoEModelLM", "llada", "qwen3", hidden=32, layers=2,
+         heads=4, kv_heads=4, head_dim=8, ffn=64, dtype="BF16", tied=True, shards=2, seed=1807,
+         rope_theta=50000, rms_eps=1e-5, bos=ENDOFTEXT, eos=IM_END, gen_eos=[IM_END, ENDOFTEXT],
+         pad=ENDOFTEXT, extras={"mask_token_id": MASK}, stop_row_scale=1.6,
+         moe={"experts": 4, "top_k": 1, "ffn": 32, "norm": False}),
+    # SDAR-MoE (SDARMoeForCausalLM): the Qwen3-MoE body, block-causal (block 4); 8 experts, top-3,
+    # renormalised; GQA 4/2, head_dim 16 != 32 / 4; BF16, untied.
+    Spec("sdar-moe-tiny-bf16", "SDARMoeForCausalLM", "sdar_moe", "qwen3", hidden=32, layers=2,
+         heads=4, kv_heads=2, head_dim=16, ffn=64, dtype="BF16", tied=False, shards=1, seed=1808,
+         rope_theta=1000000, rms_eps=1e-6, bos=ENDOFTEXT, eos=ENDOFTEXT,
+         gen_eos=[IM_END, ENDOFTEXT], pad=ENDOFTEXT,
+         extras={"block_size": 4, "mask_token_id": MASK}, stop_row_scale=1.5,
+         moe={"experts": 8, "top_k": 3, "ffn": 16, "norm": True}),
+    # Qwen3-MoE AR body (Qwen3MoeForCausalLM): 4 experts, top-2, renormalised; F32, tied.
+    Spec("qwen3-moe-tiny", "Qwen3MoeForCausalLM", "qwen3_moe", "qwen3", hidden=32, layers=2,
+         heads=4, kv_heads=2, head_dim=8, ffn=64, dtype="F32", tied=True, shards=1, seed=1809,
+         rope_theta=1e6, rms_eps=1e-6, bos=ENDOFTEXT, eos=IM_END, gen_eos=[IM_END, ENDOFTEXT],
+         pad=ENDOFTEXT, stop_row_scale=1.0,
+         moe={"experts": 4, "top_k": 2, "ffn": 24, "norm": True}),
 ]}
+ROUTER_GAIN = 3.0      # router std ROUTER_GAIN / sqrt(hidden): confident, well-separated routing
 
 
 def tensor_shapes(s: Spec) -> list[tuple[str, tuple[int, ...], str]]:
@@ -134,6 +166,14 @@ def tensor_shapes(s: Spec) -> list[tuple[str, tuple[int, ...], str]]:
             out.append((p + "self_attn.k_norm.weight", (s.head_dim,), "qk_norm"))
         out.append((p + "self_attn.o_proj.weight", (s.hidden, q), "out"))
         out.append((p + "post_attention_layernorm.weight", (s.hidden,), "norm"))
+        if s.moe:
+            fe = s.moe["ffn"]
+            out.append((p + "mlp.gate.weight", (s.moe["experts"], s.hidden), "router"))
+            for e in range(s.moe["experts"]):
+                out.append((p + f"mlp.experts.{e}.gate_proj.weight", (fe, s.hidden), "linear"))
+                out.append((p + f"mlp.experts.{e}.up_proj.weight", (fe, s.hidden), "linear"))
+                out.append((p + f"mlp.experts.{e}.down_proj.weight", (s.hidden, fe), "out"))
+            continue
         out.append((p + "mlp.gate_proj.weight", (s.ffn, s.hidden), "linear"))
         out.append((p + "mlp.up_proj.weight", (s.ffn, s.hidden), "linear"))
         out.append((p + "mlp.down_proj.weight", (s.hidden, s.ffn), "out"))
@@ -165,8 +205,9 @@ def make_weights(s: Spec) -> dict[str, np.ndarray]:
             w = QK_SCALE * (1.0 + 0.1 * z)
         elif kind == "bias":
             w = 0.3 * z
-        elif kind in ("linear", "qk", "out"):
-            gain = {"linear": LINEAR_GAIN, "qk": LINEAR_GAIN * QK_SCALE, "out": OUT_GAIN}[kind]
+        elif kind in ("linear", "qk", "out", "router"):
+            gain = {"linear": LINEAR_GAIN, "qk": LINEAR_GAIN * QK_SCALE, "out": OUT_GAIN,
+                    "router": ROUTER_GAIN}[kind]
             w = z * (gain / np.sqrt(shape[1]))
         elif kind == "embed":
             w = z * head_std if s.tied else z
@@ -260,6 +301,26 @@ def config_json(s: Spec) -> dict:
                          "AutoModel": "modeling.Fast_dLLM_QwenModel",
                          "AutoModelForCausalLM": "modeling.Fast_dLLM_QwenForCausalLM"}
         c["pad_token_id"] = s.pad
+    if s.moe and s.arch == "LLaDAMoEModelLM":
+        # LLaDA-MoE's own keys (dInfer tools/configuration_lladamoe.py; MODELS.md section 1.4).
+        c.update({"num_experts": s.moe["experts"], "num_experts_per_tok": s.moe["top_k"],
+                  "expert_intermediate_size": s.moe["ffn"], "dense_intermediate_size": s.ffn,
+                  "moe_layer_freq": [1] * s.layers, "norm_topk_prob": s.moe["norm"],
+                  "moe_router_enable_expert_bias": False, "qk_layernorm": True,
+                  "partial_rotary_factor": 1.0})
+        del c["max_window_layers"], c["sliding_window"], c["use_sliding_window"]
+    elif s.moe:
+        # Qwen3-MoE's keys (transformers configuration_qwen3_moe.py).
+        c.update({"num_experts": s.moe["experts"], "num_experts_per_tok": s.moe["top_k"],
+                  "moe_intermediate_size": s.moe["ffn"], "norm_topk_prob": s.moe["norm"],
+                  "decoder_sparse_step": 1, "mlp_only_layers": [],
+                  "output_router_logits": False, "router_aux_loss_coef": 0.001})
+    if s.arch == "SDARMoeForCausalLM":
+        c["auto_map"] = {"AutoConfig": "configuration_sdar_moe.SDARMoeConfig",
+                         "AutoModelForCausalLM": "modeling_sdar_moe.SDARMoeForCausalLM"}
+    if s.arch == "LLaDAMoEModelLM":
+        c["auto_map"] = {"AutoConfig": "configuration_lladamoe.LLaDAMoEConfig",
+                         "AutoModelForCausalLM": "modeling_lladamoe.LLaDAMoEModelLM"}
     c.update(s.extras)
     return {k: c[k] for k in sorted(c)}
 

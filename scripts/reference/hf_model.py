@@ -41,13 +41,38 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import hf_read
+from moe import MoeConfig, moe_ffn
 
 ARCHS = {  # architectures[0] -> layout
     "SDARForCausalLM": "qwen3",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen2ForCausalLM": "qwen2",
     "Fast_dLLM_QwenForCausalLM": "qwen2",
+    # Mixture of experts (moe.py): the Qwen3 attention with a routed-expert FFN in every layer.
+    "Qwen3MoeForCausalLM": "qwen3",
+    "SDARMoeForCausalLM": "qwen3",
+    "LLaDAMoEModelLM": "qwen3",
 }
+
+
+def moe_config(c: dict) -> MoeConfig | None:
+    """The routed-expert settings of an MoE config.json (MODELS.md section 1.4): Qwen3-MoE and
+    SDAR-MoE name the expert width moe_intermediate_size and honour norm_topk_prob; LLaDA-MoE
+    names it expert_intermediate_size and never renormalises (its HF code hard-wires False)."""
+    arch = c["architectures"][0]
+    if arch in ("Qwen3MoeForCausalLM", "SDARMoeForCausalLM"):
+        if int(c.get("decoder_sparse_step", 1)) != 1 or c.get("mlp_only_layers"):
+            raise hf_read.CheckpointError("only every-layer MoE is supported")
+        return MoeConfig(int(c["num_experts"]), int(c["num_experts_per_tok"]),
+                         int(c["moe_intermediate_size"]), bool(c.get("norm_topk_prob", False)))
+    if arch == "LLaDAMoEModelLM":
+        if c.get("moe_router_enable_expert_bias") or int(c.get("shared_expert_intermediate_size")
+                                                        or 0) > 0:
+            raise hf_read.CheckpointError("expert bias / shared experts are not in this reference")
+        return MoeConfig(int(c["num_experts"]), int(c["num_experts_per_tok"]),
+                         int(c["expert_intermediate_size"]), False,
+                         float(c.get("routed_scaling_factor") or 1.0))
+    return None
 MASKS = ("causal", "block", "full")
 
 
@@ -66,6 +91,7 @@ class HFConfig:
     rope_theta: float
     tie_word_embeddings: bool
     raw: dict = field(repr=False, default_factory=dict)   # the whole config.json
+    moe: MoeConfig | None = None                           # routed experts in every layer
 
     @staticmethod
     def from_json(c: dict) -> "HFConfig":
@@ -78,12 +104,13 @@ class HFConfig:
         heads = int(c["num_attention_heads"])
         cfg = HFConfig(
             arch=arch, layout=ARCHS[arch], vocab_size=int(c["vocab_size"]),
-            hidden_size=int(c["hidden_size"]), intermediate_size=int(c["intermediate_size"]),
+            hidden_size=int(c["hidden_size"]), intermediate_size=int(c.get("intermediate_size", 0)),
             num_layers=int(c["num_hidden_layers"]), num_heads=heads,
             num_kv_heads=int(c.get("num_key_value_heads", heads)),
             head_dim=int(c.get("head_dim") or int(c["hidden_size"]) // heads),
             rms_norm_eps=float(c["rms_norm_eps"]), rope_theta=float(c["rope_theta"]),
-            tie_word_embeddings=bool(c.get("tie_word_embeddings", False)), raw=c)
+            tie_word_embeddings=bool(c.get("tie_word_embeddings", False)), raw=c,
+            moe=moe_config(c))
         if heads % cfg.num_kv_heads or cfg.head_dim % 2:
             raise hf_read.CheckpointError(f"bad heads {heads}/{cfg.num_kv_heads} or head_dim "
                                           f"{cfg.head_dim}")
@@ -169,10 +196,19 @@ class HFModel:
                 "wv": t(p + "self_attn.v_proj.weight", (kvd, d)),
                 "wo": t(p + "self_attn.o_proj.weight", (d, qd)),
                 "post_norm": t(p + "post_attention_layernorm.weight", (d,)),
-                "gate": t(p + "mlp.gate_proj.weight", (ff, d)),
-                "up": t(p + "mlp.up_proj.weight", (ff, d)),
-                "down": t(p + "mlp.down_proj.weight", (d, ff)),
             }
+            if cfg.moe is None:
+                lw["gate"] = t(p + "mlp.gate_proj.weight", (ff, d))
+                lw["up"] = t(p + "mlp.up_proj.weight", (ff, d))
+                lw["down"] = t(p + "mlp.down_proj.weight", (d, ff))
+            else:
+                fe = cfg.moe.expert_ffn
+                lw["router"] = t(p + "mlp.gate.weight", (cfg.moe.num_experts, d))
+                lw["experts"] = [{
+                    "gate": t(p + f"mlp.experts.{e}.gate_proj.weight", (fe, d)),
+                    "up": t(p + f"mlp.experts.{e}.up_proj.weight", (fe, d)),
+                    "down": t(p + f"mlp.experts.{e}.down_proj.weight", (d, fe)),
+                } for e in range(cfg.moe.num_experts)]
             if cfg.layout == "qwen3":
                 lw["q_norm"] = t(p + "self_attn.q_norm.weight", (hd,))
                 lw["k_norm"] = t(p + "self_attn.k_norm.weight", (hd,))
@@ -189,10 +225,12 @@ class HFModel:
         return KVCache(self.cfg.num_layers)
 
     def forward(self, ids, positions=None, mask: str = "causal", block_length: int | None = None,
-                cache: KVCache | None = None, store_kv: bool = False) -> np.ndarray:
+                cache: KVCache | None = None, store_kv: bool = False,
+                moe_stats: dict | None = None) -> np.ndarray:
         """Logits [L, vocab] for token ids [L] at absolute `positions` (default: after the
         cache, i.e. len(cache) .. len(cache) + L - 1). Keys: the cache's, then the new tokens';
-        `mask` decides which of them each query sees. store_kv appends the new K/V to `cache`."""
+        `mask` decides which of them each query sees. store_kv appends the new K/V to `cache`.
+        moe_stats: see moe.moe_ffn (routing margins and experts hit per layer)."""
         cfg = self.cfg
         ids = np.asarray(ids, dtype=np.int64)
         if ids.ndim != 1 or ids.size == 0:
@@ -239,6 +277,9 @@ class HFModel:
             a = np.einsum("hqk,khd->qhd", p, vals[:, kv_of]).reshape(L, H * hd)
             x = x + a @ lw["wo"].T
             h = rms_norm(x, lw["post_norm"], eps)
+            if cfg.moe is not None:
+                x = x + moe_ffn(h, lw["router"], lw["experts"], cfg.moe, moe_stats)
+                continue
             g, u = h @ lw["gate"].T, h @ lw["up"].T
             x = x + ((g / (1 + np.exp(-g))) * u) @ lw["down"].T             # silu(gate) * up
         if store_kv:

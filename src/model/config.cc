@@ -33,7 +33,21 @@ constexpr ArchTraits kArchs[] = {
     // Fast-dLLM v2 (NVlabs/Fast-dLLM v2; MODELS.md §5): the Qwen2 body (q/k/v biases) with
     // block-causal attention over blocks of bd_size and the token shift (shifted logits).
     {"fast_dllm_v2", AttentionKind::kBlockCausal, RopeLayout::kNeox},
+    // LLaDA-MoE (inclusionAI LLaDA-MoE-7B-A1B; llama.cpp "llada-moe", conversion/llada.py
+    // LLaDAMoEModel): bidirectional, per-head q/k RMSNorm, NEOX RoPE (no Q/K permutation),
+    // softmax routing without renormalisation, every layer MoE (MODELS.md §2).
+    {"llada-moe", AttentionKind::kBidirectional, RopeLayout::kNeox},
+    // Qwen3-MoE (llama.cpp "qwen3moe"): the Qwen3 body with softmax top-k routing renormalised
+    // (llama.cpp hard-codes norm_w true for it). The autoregressive MoE comparison.
+    {"qwen3moe", AttentionKind::kCausal, RopeLayout::kNeox},
+    // SDAR-MoE (JetAstra SDAR-30B-A3B; MODELS.md §4): the Qwen3-MoE body with block-causal
+    // attention. llama.cpp has no such architecture; the name is unmask's (provisional).
+    {"sdar-moe", AttentionKind::kBlockCausal, RopeLayout::kNeox},
 };
+
+bool IsMoeArch(std::string_view a) {
+  return a == "llada-moe" || a == "qwen3moe" || a == "sdar-moe";
+}
 
 // SDAR's released default block size (JetAstra/SDAR README, generate.py block_length).
 constexpr int64_t kSdarDefaultBlockLength = 4;
@@ -56,19 +70,109 @@ StatusOr<int64_t> GetPositive(const gguf::GgufFile& f, const std::string& key,
   return v;
 }
 
+// The MoE keys (llama.cpp's names, src/llama-arch.cpp LLM_KV_EXPERT_*). Defaults: softmax
+// gating for every MoE architecture here; expert_weights_norm false for llada-moe (its HF code
+// hard-wires norm_topk_prob False) and true for qwen3moe / sdar-moe (llama.cpp hard-codes
+// norm_w for qwen3moe); no group limit; scale 1.
+Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
+  ModelConfig& c = *cp;
+  const std::string p = c.architecture + ".";
+  UNMASK_ASSIGN_OR_RETURN(c.num_experts, GetPositive(f, p + "expert_count", int64_t{1} << 16));
+  MoeRouting& r = c.routing;
+  r.num_experts = c.num_experts;
+  UNMASK_ASSIGN_OR_RETURN(r.top_k, GetPositive(f, p + "expert_used_count", int64_t{1} << 16));
+  UNMASK_ASSIGN_OR_RETURN(c.expert_ffn_size, GetPositive(f, p + "expert_feed_forward_length"));
+  if (f.Find(p + "expert_shared_count")) {
+    UNMASK_ASSIGN_OR_RETURN(const int64_t shared, f.GetInt(p + "expert_shared_count"));
+    if (shared < 0 || shared > 64) {
+      return InvalidArgumentError(f.path() + ": " + p + "expert_shared_count must be in [0, 64]");
+    }
+    int64_t width = c.expert_ffn_size;
+    if (f.Find(p + "expert_shared_feed_forward_length")) {
+      UNMASK_ASSIGN_OR_RETURN(width, GetPositive(f, p + "expert_shared_feed_forward_length"));
+    }
+    c.shared_expert_ffn_size = shared * width;
+  }
+  if (f.Find(p + "leading_dense_block_count")) {
+    UNMASK_ASSIGN_OR_RETURN(c.leading_dense_layers, f.GetInt(p + "leading_dense_block_count"));
+    if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.num_layers) {
+      return InvalidArgumentError(f.path() + ": " + p + "leading_dense_block_count (" +
+                                  std::to_string(c.leading_dense_layers) + ") must be in [0, " +
+                                  p + "block_count = " + std::to_string(c.num_layers) + "]");
+    }
+    if (c.leading_dense_layers > 0 && c.ffn_size == 0) {
+      return NotFoundError(f.path() + ": " + p + "leading_dense_block_count is " +
+                           std::to_string(c.leading_dense_layers) + " but " + p +
+                           "feed_forward_length (the dense layers' width) is missing");
+    }
+  }
+  r.normalize = c.architecture != "llada-moe";
+  if (f.Find(p + "expert_weights_norm")) {
+    UNMASK_ASSIGN_OR_RETURN(r.normalize, f.GetBool(p + "expert_weights_norm"));
+  }
+  if (f.Find(p + "expert_weights_scale")) {
+    UNMASK_ASSIGN_OR_RETURN(const double scale, f.GetFloat(p + "expert_weights_scale"));
+    // llama.cpp writes 0 for "no scale" in some converters.
+    r.scale = scale == 0.0 ? 1.0f : static_cast<float>(scale);
+  }
+  if (f.Find(p + "expert_gating_func")) {
+    UNMASK_ASSIGN_OR_RETURN(const int64_t g, f.GetInt(p + "expert_gating_func"));
+    if (g != 1 && g != 2) {
+      return UnimplementedError(f.path() + ": " + p + "expert_gating_func " + std::to_string(g) +
+                                " is not supported (1 softmax, 2 sigmoid)");
+    }
+    r.gating = g == 1 ? MoeGating::kSoftmax : MoeGating::kSigmoid;
+  }
+  if (f.Find(p + "expert_group_count")) {
+    UNMASK_ASSIGN_OR_RETURN(r.num_groups, GetPositive(f, p + "expert_group_count"));
+    r.groups_used = r.num_groups;
+    if (f.Find(p + "expert_group_used_count")) {
+      UNMASK_ASSIGN_OR_RETURN(r.groups_used, GetPositive(f, p + "expert_group_used_count"));
+    }
+  }
+  if (Status s = ValidateMoeRouting(r); !s.ok()) {
+    return InvalidArgumentError(f.path() + ": " + p + "expert_* keys: " + s.message());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-int64_t ModelConfig::NumParameters() const {
+int64_t ModelConfig::ActiveFfnWidth(int64_t layer) const {
+  if (!is_moe_layer(layer)) return ffn_size;
+  return routing.top_k * expert_ffn_size + shared_expert_ffn_size;
+}
+
+int64_t ModelConfig::ExpertParameters() const { return 3 * hidden_size * expert_ffn_size; }
+
+namespace {
+// Parameters of the model; `active`: only those one position multiplies by (top_k experts).
+int64_t CountParameters(const ModelConfig& c, bool active) {
   // In double: the bounds of ReadModelConfig keep it exact for real models, and a corrupt header
   // cannot overflow.
-  const double d = static_cast<double>(hidden_size);
-  const double q = static_cast<double>(num_heads) * static_cast<double>(head_dim);
-  const double kv = static_cast<double>(num_kv_heads) * static_cast<double>(head_dim);
-  const double per_layer = d * (q + 2 * kv) + q * d + 3 * d * static_cast<double>(ffn_size) + 2 * d;
-  const double total = static_cast<double>(num_layers) * per_layer +
-                       static_cast<double>(vocab_size) * d * (tied_output ? 1 : 2) + d;
+  const double d = static_cast<double>(c.hidden_size);
+  const double q = static_cast<double>(c.num_heads) * static_cast<double>(c.head_dim);
+  const double kv = static_cast<double>(c.num_kv_heads) * static_cast<double>(c.head_dim);
+  const double attention = d * (q + 2 * kv) + q * d + 2 * d;
+  double total = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    double ffn = 3 * d * static_cast<double>(c.ffn_size);
+    if (c.is_moe_layer(l)) {
+      const double experts = static_cast<double>(active ? c.routing.top_k : c.num_experts);
+      ffn = experts * static_cast<double>(c.ExpertParameters()) +
+            3 * d * static_cast<double>(c.shared_expert_ffn_size) +
+            d * static_cast<double>(c.num_experts);  // router
+    }
+    total += attention + ffn;
+  }
+  const double embeddings = static_cast<double>(c.vocab_size) * d;
+  total += (active ? 1 : (c.tied_output ? 1 : 2)) * embeddings + d;
   return total >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(total);
 }
+}  // namespace
+
+int64_t ModelConfig::NumParameters() const { return CountParameters(*this, false); }
+int64_t ModelConfig::ActiveParameters() const { return CountParameters(*this, true); }
 
 double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
                                  bool prune_last_layer, int64_t num_cached) const {
@@ -77,7 +181,6 @@ double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
   const double d = static_cast<double>(hidden_size);
   const double q = static_cast<double>(num_heads * head_dim);
   const double kv = static_cast<double>(num_kv_heads * head_dim);
-  const double f = static_cast<double>(ffn_size);
   const double cached = static_cast<double>(num_cached);
   // Query-key pairs per layer for `rows` queries (causal: the last `rows` of the fed positions).
   auto pairs = [&](double rows) {
@@ -85,15 +188,17 @@ double ModelConfig::ForwardFlops(int64_t num_positions, int64_t num_logit_rows,
                                                : rows * (cached + n);
   };
   const double kv_proj = 2.0 * n * d * 2.0 * kv;
-  auto rest = [&](double rows) {  // Q and output projections, attention, FFN for `rows` queries
-    return 2.0 * rows * (2.0 * d * q + 3.0 * d * f) + 4.0 * pairs(rows) * q;
+  // Q and output projections, attention, FFN (MoE: router + top_k experts + shared) for `rows`
+  // queries of `layer`.
+  auto rest = [&](int64_t layer, double rows) {
+    const double f = static_cast<double>(ActiveFfnWidth(layer));
+    const double router = is_moe_layer(layer) ? d * static_cast<double>(num_experts) : 0.0;
+    return 2.0 * rows * (2.0 * d * q + 3.0 * d * f + router) + 4.0 * pairs(rows) * q;
   };
-  const double layers = static_cast<double>(num_layers);
-  double total = layers * kv_proj;
-  if (prune_last_layer && num_layers > 0) {
-    total += (layers - 1) * rest(n) + rest(r);
-  } else {
-    total += layers * rest(n);
+  double total = 0;
+  for (int64_t l = 0; l < num_layers; ++l) {
+    const bool pruned = prune_last_layer && l == num_layers - 1;
+    total += kv_proj + rest(l, pruned ? r : n);
   }
   return total + 2.0 * r * d * static_cast<double>(vocab_size);
 }
@@ -117,15 +222,18 @@ double ModelConfig::ForwardActivationBytes(int64_t num_positions, int64_t num_lo
   const double d = static_cast<double>(hidden_size);
   const double q = static_cast<double>(num_heads * head_dim);
   const double kv = static_cast<double>(num_kv_heads * head_dim);
-  const double f = static_cast<double>(ffn_size);
   // Per position and layer, floats read + written: norm (d + d), Q/K/V projections (d + q + 2kv),
   // attention output (q), output projection (q + d), residual add (2d), FFN norm (2d),
-  // gate/up (d + 2f), activation (2f + f), down projection (f + d), residual add (2d).
-  const double per = 2 * d + (d + q + 2 * kv) + q + (q + d) + 2 * d + 2 * d + (d + 2 * f) + 3 * f +
-                     (f + d) + 2 * d;
-  return element_bytes *
-         (static_cast<double>(num_positions) * static_cast<double>(num_layers) * per +
-          static_cast<double>(num_logit_rows) * static_cast<double>(vocab_size));
+  // gate/up (d + 2f), activation (2f + f), down projection (f + d), residual add (2d); f the
+  // active FFN width (MoE: the routed experts' and the shared expert's).
+  double per_position = 0;
+  for (int64_t l = 0; l < num_layers; ++l) {
+    const double f = static_cast<double>(ActiveFfnWidth(l));
+    per_position += 2 * d + (d + q + 2 * kv) + q + (q + d) + 2 * d + 2 * d + (d + 2 * f) + 3 * f +
+                    (f + d) + 2 * d;
+  }
+  return element_bytes * (static_cast<double>(num_positions) * per_position +
+                          static_cast<double>(num_logit_rows) * static_cast<double>(vocab_size));
 }
 
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
@@ -149,7 +257,11 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   const std::string p = c.architecture + ".";
   UNMASK_ASSIGN_OR_RETURN(c.hidden_size, GetPositive(f, p + "embedding_length"));
   UNMASK_ASSIGN_OR_RETURN(c.num_layers, GetPositive(f, p + "block_count", kMaxLayers));
-  UNMASK_ASSIGN_OR_RETURN(c.ffn_size, GetPositive(f, p + "feed_forward_length"));
+  const bool moe = IsMoeArch(c.architecture);
+  // All-MoE files may omit the dense width (it sizes only leading dense layers).
+  if (!moe || f.Find(p + "feed_forward_length")) {
+    UNMASK_ASSIGN_OR_RETURN(c.ffn_size, GetPositive(f, p + "feed_forward_length"));
+  }
   UNMASK_ASSIGN_OR_RETURN(c.num_heads, GetPositive(f, p + "attention.head_count"));
   UNMASK_ASSIGN_OR_RETURN(c.context_length, GetPositive(f, p + "context_length", kMaxContext));
   c.num_kv_heads = c.num_heads;
@@ -231,6 +343,13 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
   } else if (f.Find("diffusion.block_length")) {
     return InvalidArgumentError(f.path() + ": diffusion.block_length is set but '" +
                                 c.architecture + "' is not a block-diffusion architecture");
+  }
+  if (moe) {
+    UNMASK_RETURN_IF_ERROR(ReadMoeConfig(f, &c));
+  } else if (f.Find(p + "expert_count")) {
+    return UnimplementedError(f.path() + ": " + p + "expert_count is set but '" + c.architecture +
+                              "' is a dense architecture (mixture-of-experts ones: llada-moe, "
+                              "qwen3moe, sdar-moe)");
   }
   // vocab_size and tied_output are filled from the tensors by the loader.
   return c;

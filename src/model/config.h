@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "format/gguf.h"
+#include "ops/moe_routing.h"
 #include "ops/rope.h"
 
 namespace unmask {
@@ -44,14 +45,42 @@ struct ModelConfig {
   // (SDAR: 4, Fast-dLLM v2: 32 unless the file says otherwise); 0 for the other kinds.
   int64_t block_length = 0;
 
+  // Mixture of experts (llama.cpp's keys; MODELS.md §6). num_experts 0: a dense SwiGLU FFN in
+  // every layer. Otherwise layers [0, leading_dense_layers) keep the dense FFN (ffn_size) and the
+  // others route each position to routing.top_k of num_experts SwiGLU experts of width
+  // expert_ffn_size (blk.N.ffn_{gate,up,down}_exps, stacked [E, rows, cols]), plus a shared
+  // SwiGLU expert of width shared_expert_ffn_size on every position when that is > 0
+  // (blk.N.ffn_{gate,up,down}_shexp; LLaDA 2.x). The router blk.N.ffn_gate_inp [E, hidden] is
+  // multiplied in f32 whatever the compute type (LLaDA2 `router_dtype` fp32).
+  int64_t num_experts = 0;             // <arch>.expert_count
+  int64_t expert_ffn_size = 0;         // <arch>.expert_feed_forward_length
+  int64_t shared_expert_ffn_size = 0;  // expert_shared_feed_forward_length x expert_shared_count
+  int64_t leading_dense_layers = 0;    // <arch>.leading_dense_block_count
+  // top_k = <arch>.expert_used_count, gating = expert_gating_func (1 softmax, 2 sigmoid),
+  // normalize = expert_weights_norm, scale = expert_weights_scale, groups =
+  // expert_group_count / expert_group_used_count; defaults per architecture (config.cc).
+  MoeRouting routing;
+
+  bool is_moe() const { return num_experts > 0; }
+  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= leading_dense_layers; }
+  // The FFN width one position's forward multiplies through in `layer` (dense: ffn_size; MoE:
+  // top_k * expert_ffn_size + shared_expert_ffn_size), for FLOP and activation counts.
+  int64_t ActiveFfnWidth(int64_t layer) const;
+
   // A full-canvas diffusion model (bidirectional: LLaDA, Dream).
   bool is_diffusion() const { return attention == AttentionKind::kBidirectional; }
   // A block-diffusion model (block-causal: SDAR).
   bool is_block_diffusion() const { return attention == AttentionKind::kBlockCausal; }
   // Whether decoding needs a mask token (every diffusion kind).
   bool needs_mask_token() const { return attention != AttentionKind::kCausal; }
-  // Parameters of the weights (embedding counted once when tied).
+  // Parameters of the weights (embedding counted once when tied; every expert counted).
   int64_t NumParameters() const;
+  // Parameters one position's forward multiplies by (MoE: top_k experts + shared + router; the
+  // embedding row gather not counted, the output projection counted). Dense: NumParameters()
+  // minus the embedding when untied.
+  int64_t ActiveParameters() const;
+  // Parameters of one routed expert (gate, up and down: 3 * hidden * expert_ffn_size).
+  int64_t ExpertParameters() const;
   // FLOPs (2 per multiply-accumulate) of one forward of ONE sequence of `num_positions` positions
   // with logits for `num_logit_rows` of them. prune_last_layer: the last layer computes queries,
   // attention output and FFN only for the logit rows (keys/values for all), as TransformerModel
@@ -77,7 +106,8 @@ struct ModelConfig {
 };
 
 // Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama",
-// "dream", "qwen2", "qwen3", "sdar", "fast_dllm_v2").
+// "dream", "qwen2", "qwen3", "sdar", "fast_dllm_v2") or a mixture-of-experts one ("llada-moe",
+// "qwen3moe", "sdar-moe").
 // Errors: NotFound naming a missing required key; InvalidArgument naming an inconsistent value
 // (e.g. head_count not dividing embedding_length, head_count_kv not dividing head_count).
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);

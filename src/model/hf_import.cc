@@ -33,7 +33,15 @@ constexpr HfArch kHfArchs[] = {
     {"SDARForCausalLM", "sdar", false, true},
     {"Fast_dLLM_QwenForCausalLM", "fast_dllm_v2", false, false},
     {"LLaDAModelLM", "llada", true, false},  // its own config and tensor names (ImportLlada)
+    // Mixture of experts (ReadMoeKeys): the Qwen3 attention names with routed experts.
+    {"Qwen3MoeForCausalLM", "qwen3moe", false, true},
+    {"SDARMoeForCausalLM", "sdar-moe", false, true},
+    {"LLaDAMoEModelLM", "llada-moe", false, true},
 };
+
+bool IsMoe(const HfArch& a) {
+  return a.gguf == "qwen3moe" || a.gguf == "sdar-moe" || a.gguf == "llada-moe";
+}
 
 // What the view owns besides the shards' mappings: rewritten tensors.
 struct Owned {
@@ -160,6 +168,7 @@ std::vector<uint8_t> PermuteRows(const uint8_t* src, int64_t rows, int64_t row_b
 
 struct Dims {
   int64_t vocab, hidden, layers, heads, kv_heads, head_dim, ffn;
+  int64_t experts = 0, expert_ffn = 0;  // mixture of experts (0: dense)
 };
 
 class TensorMapper {
@@ -225,13 +234,60 @@ class TensorMapper {
   }
   void Ignore(const std::string& name) { used_.insert(name); }
 
+  // Stacks the per-expert tensors `names` (each [rows, cols], one dtype) into the GGUF tensor
+  // `gguf_name` of row-major shape [E, rows, cols] (a copy, as llama.cpp's converters do).
+  // `what` names the config keys the shape comes from, for the errors.
+  Status Stack(const std::vector<std::string>& names, const std::string& gguf_name,
+               std::vector<int64_t> shape, const std::string& what) {
+    std::vector<const safetensors::TensorInfo*> parts;
+    for (const std::string& name : names) {
+      const safetensors::TensorInfo* t = ck_.Find(name);
+      if (t == nullptr) {
+        return NotFoundError(ck_.dir() + ": tensor '" + name + "' is missing (" + what + ")");
+      }
+      if (t->shape != shape) {
+        return InvalidArgumentError(ck_.ShardOf(name) + ": tensor '" + name + "' has shape " +
+                                    ShapeText(t->shape) + ", " + what + " imply " +
+                                    ShapeText(shape));
+      }
+      if (!parts.empty() && t->dtype != parts[0]->dtype) {
+        return InvalidArgumentError(ck_.ShardOf(name) + ": tensor '" + name + "' has dtype " +
+                                    t->dtype_name + " but '" + names[0] + "' " +
+                                    parts[0]->dtype_name + " (experts are stacked into one)");
+      }
+      UNMASK_RETURN_IF_ERROR(GgmlTypeOf(*t, ck_.ShardOf(name)).status());
+      parts.push_back(t);
+      used_.insert(name);
+    }
+    UNMASK_ASSIGN_OR_RETURN(gguf::GgmlType type, GgmlTypeOf(*parts[0], ck_.ShardOf(names[0])));
+    std::vector<uint8_t> stacked;
+    stacked.reserve(parts.size() * parts[0]->num_bytes());
+    for (const safetensors::TensorInfo* t : parts) {
+      stacked.insert(stacked.end(), t->data, t->data + t->num_bytes());
+    }
+    owned_->buffers.push_back(std::move(stacked));
+    gguf::TensorInfo info;
+    info.name = gguf_name;
+    info.dims = {shape[1], shape[0], static_cast<int64_t>(parts.size())};
+    info.type = type;
+    info.num_bytes = owned_->buffers.back().size();
+    info.data = owned_->buffers.back().data();
+    tensors_.push_back(std::move(info));
+    return Status::Ok();
+  }
+
   // Every tensor of the folder must have been mapped or ignored.
   Status CheckNoExtras() const {
     for (const safetensors::TensorInfo* t : ck_.tensors()) {
       if (used_.count(t->name) != 0) continue;
       if (t->name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old transformers
+      const bool expert = t->name.find(".mlp.experts.") != std::string::npos;
       return InvalidArgumentError(ck_.ShardOf(t->name) + ": unexpected tensor '" + t->name +
-                                  "' (not part of the " + std::string(arch_.hf) + " layout)");
+                                  "' (not part of the " + std::string(arch_.hf) + " layout" +
+                                  (expert ? " with config.json num_experts = " +
+                                                std::to_string(d_.experts)
+                                          : std::string()) +
+                                  ")");
     }
     return Status::Ok();
   }
@@ -268,6 +324,82 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> FinishView(const ConfigReader& cfg,
   if (with_tokenizer) UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, vocab, &md));
   const std::string dir = ck.dir();
   return gguf::GgufFile::FromParts(dir, std::move(md), m.Take(), std::move(owned));
+}
+
+// The routed-expert keys of a mixture-of-experts config.json as llama.cpp's GGUF keys
+// (`<arch>.expert_*`). Qwen3MoeForCausalLM / SDARMoeForCausalLM (transformers
+// configuration_qwen3_moe.py): num_experts, num_experts_per_tok, moe_intermediate_size,
+// norm_topk_prob (default false, as the config class); decoder_sparse_step other than 1 and a
+// non-empty mlp_only_layers are refused. LLaDAMoEModelLM (dInfer configuration_lladamoe.py;
+// MODELS.md §2.1): num_experts, num_experts_per_tok, expert_intermediate_size,
+// routed_scaling_factor; never renormalised (its HF code hard-wires norm_topk_prob False, so the
+// key is ignored); refused by name: moe_layer_freq with a dense layer, an expert bias
+// (moe_router_enable_expert_bias: the HF code adds it to the weights too, which llama.cpp does
+// not reproduce either), moe_router_score_function other than softmax, router_num_group > 1,
+// shared_expert_intermediate_size > 0, qk_layernorm false, partial_rotary_factor other than 1.
+Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, Dims* d,
+                   std::vector<gguf::MetadataEntry>* md) {
+  const std::string& cpath = cfg.path();
+  const std::string p = std::string(arch.gguf) + ".";
+  auto refuse = [&](const char* key, const std::string& why) {
+    return UnimplementedError(cpath + ": " + key + " " + c[key].dump() + " is not supported (" +
+                              why + ")");
+  };
+  UNMASK_ASSIGN_OR_RETURN(d->experts, cfg.Int("num_experts"));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t top_k, cfg.Int("num_experts_per_tok"));
+  if (top_k > d->experts) return cfg.Bad("num_experts_per_tok", "at most num_experts");
+  bool normalize = false;
+  double scale = 1.0;
+  if (arch.gguf == "llada-moe") {
+    UNMASK_ASSIGN_OR_RETURN(d->expert_ffn, cfg.Int("expert_intermediate_size"));
+    if (cfg.Has("moe_layer_freq")) {
+      const json& f = c["moe_layer_freq"];
+      bool all_moe = f.is_array() && static_cast<int64_t>(f.size()) == d->layers;
+      for (const json& v : f) all_moe = all_moe && v.is_number_integer() && v.get<int64_t>() == 1;
+      if (!all_moe) return refuse("moe_layer_freq", "only every layer MoE: [1, 1, ...]");
+    }
+    UNMASK_ASSIGN_OR_RETURN(const bool bias, cfg.Bool("moe_router_enable_expert_bias", false));
+    if (bias) return refuse("moe_router_enable_expert_bias", "only false");
+    if (cfg.Has("moe_router_score_function") && c["moe_router_score_function"] != "softmax") {
+      return refuse("moe_router_score_function", "only softmax");
+    }
+    if (cfg.Has("router_num_group") && c["router_num_group"] != 1 &&
+        c["router_num_group"] != 0) {
+      return refuse("router_num_group", "only ungrouped routing");
+    }
+    if (cfg.Has("shared_expert_intermediate_size") && c["shared_expert_intermediate_size"] != 0) {
+      return refuse("shared_expert_intermediate_size", "LLaDA-MoE has no shared expert");
+    }
+    UNMASK_ASSIGN_OR_RETURN(const bool qk_norm, cfg.Bool("qk_layernorm", true));
+    if (!qk_norm) return refuse("qk_layernorm", "only true");
+    if (cfg.Has("partial_rotary_factor") && c["partial_rotary_factor"] != 1.0 &&
+        c["partial_rotary_factor"] != 1) {
+      return refuse("partial_rotary_factor", "only 1");
+    }
+    if (cfg.Has("routed_scaling_factor")) {
+      UNMASK_ASSIGN_OR_RETURN(scale, cfg.Float("routed_scaling_factor"));
+    }
+  } else {
+    UNMASK_ASSIGN_OR_RETURN(d->expert_ffn, cfg.Int("moe_intermediate_size"));
+    UNMASK_ASSIGN_OR_RETURN(normalize, cfg.Bool("norm_topk_prob", false));
+    UNMASK_ASSIGN_OR_RETURN(const int64_t step, cfg.Int("decoder_sparse_step", 1));
+    if (step != 1) return refuse("decoder_sparse_step", "only 1: every layer MoE");
+    if (cfg.Has("mlp_only_layers") &&
+        !(c["mlp_only_layers"].is_array() && c["mlp_only_layers"].empty())) {
+      return refuse("mlp_only_layers", "only [] : every layer MoE");
+    }
+    if (cfg.Has("shared_expert_intermediate_size") && c["shared_expert_intermediate_size"] != 0) {
+      return refuse("shared_expert_intermediate_size", "Qwen3-MoE has no shared expert");
+    }
+  }
+  auto u32 = [](int64_t v) { return gguf::Value::U32(static_cast<uint32_t>(v)); };
+  md->push_back({p + "expert_count", u32(d->experts)});
+  md->push_back({p + "expert_used_count", u32(top_k)});
+  md->push_back({p + "expert_feed_forward_length", u32(d->expert_ffn)});
+  md->push_back({p + "expert_weights_norm", gguf::Value::Bool(normalize)});
+  md->push_back({p + "expert_weights_scale", gguf::Value::F32(static_cast<float>(scale))});
+  md->push_back({p + "expert_gating_func", u32(1)});  // softmax
+  return Status::Ok();
 }
 
 // LLaDA (GSAI-ML/LLaDA-8B-*, architectures LLaDAModelLM, model_type llada): its own config names
@@ -388,7 +520,11 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
   UNMASK_ASSIGN_OR_RETURN(d.layers, cfg.Int("num_hidden_layers"));
   UNMASK_ASSIGN_OR_RETURN(d.heads, cfg.Int("num_attention_heads"));
   UNMASK_ASSIGN_OR_RETURN(d.kv_heads, cfg.Int("num_key_value_heads", d.heads));
-  UNMASK_ASSIGN_OR_RETURN(d.ffn, cfg.Int("intermediate_size"));
+  if (IsMoe(*arch)) {
+    UNMASK_ASSIGN_OR_RETURN(d.ffn, cfg.Int("intermediate_size", 0));
+  } else {
+    UNMASK_ASSIGN_OR_RETURN(d.ffn, cfg.Int("intermediate_size"));
+  }
   if (d.layers > 4096) return cfg.Bad("num_hidden_layers", "at most 4096");
   if (d.heads % d.kv_heads != 0) {
     return InvalidArgumentError(cpath + ": num_key_value_heads (" + std::to_string(d.kv_heads) +
@@ -423,16 +559,21 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
   set(p + "context_length", u32(context));
   set(p + "embedding_length", u32(d.hidden));
   set(p + "block_count", u32(d.layers));
-  set(p + "feed_forward_length", u32(d.ffn));
+  if (d.ffn > 0) set(p + "feed_forward_length", u32(d.ffn));
   set(p + "attention.head_count", u32(d.heads));
   set(p + "attention.head_count_kv", u32(d.kv_heads));
   set(p + "rope.freq_base", gguf::Value::F32(static_cast<float>(theta)));
   set(p + "attention.layer_norm_rms_epsilon", gguf::Value::F32(static_cast<float>(eps)));
+  if (IsMoe(*arch)) UNMASK_RETURN_IF_ERROR(ReadMoeKeys(cfg, ck.config(), *arch, &d, &md));
+  if (arch_name == "llada-moe") {
+    set(p + "attention.causal", gguf::Value::Bool(false));
+    set("diffusion.shift_logits", gguf::Value::Bool(false));
+  }
   if (arch->head_dim_key || d.head_dim * d.heads != d.hidden) {
     set(p + "attention.key_length", u32(d.head_dim));
     set(p + "attention.value_length", u32(d.head_dim));
   }
-  if (arch_name == "sdar") {
+  if (arch_name == "sdar" || arch_name == "sdar-moe") {
     UNMASK_ASSIGN_OR_RETURN(const int64_t block, cfg.Int("block_size", 4));
     set("diffusion.block_length", u32(block));
   } else if (arch_name == "fast_dllm_v2") {
@@ -467,6 +608,37 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
         m.Map(h + "self_attn.o_proj.weight", g + "attn_output.weight", {d.hidden, q}));
     UNMASK_RETURN_IF_ERROR(
         m.Map(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d.hidden}));
+    if (d.experts > 0) {
+      const std::string keys = "config.json num_experts = " + std::to_string(d.experts) +
+                               ", hidden_size = " + std::to_string(d.hidden);
+      const char* width_key =
+          arch_name == "llada-moe" ? "expert_intermediate_size" : "moe_intermediate_size";
+      const std::string widths = keys + ", " + width_key + " = " + std::to_string(d.expert_ffn);
+      {
+        const safetensors::TensorInfo* router = ck.Find(h + "mlp.gate.weight");
+        if (router != nullptr && router->shape != std::vector<int64_t>{d.experts, d.hidden}) {
+          return InvalidArgumentError(ck.ShardOf(h + "mlp.gate.weight") + ": tensor '" + h +
+                                      "mlp.gate.weight' has shape " + ShapeText(router->shape) +
+                                      ", " + keys + " imply " +
+                                      ShapeText({d.experts, d.hidden}));
+        }
+      }
+      UNMASK_RETURN_IF_ERROR(
+          m.Map(h + "mlp.gate.weight", g + "ffn_gate_inp.weight", {d.experts, d.hidden}));
+      for (const char* part : {"gate", "up", "down"}) {
+        std::vector<std::string> names;
+        for (int64_t e = 0; e < d.experts; ++e) {
+          names.push_back(h + "mlp.experts." + std::to_string(e) + "." + part + "_proj.weight");
+        }
+        const bool down = std::string_view(part) == "down";
+        UNMASK_RETURN_IF_ERROR(m.Stack(
+            names, g + "ffn_" + part + "_exps.weight",
+            down ? std::vector<int64_t>{d.hidden, d.expert_ffn}
+                 : std::vector<int64_t>{d.expert_ffn, d.hidden},
+            widths));
+      }
+      continue;
+    }
     UNMASK_RETURN_IF_ERROR(
         m.Map(h + "mlp.gate_proj.weight", g + "ffn_gate.weight", {d.ffn, d.hidden}));
     UNMASK_RETURN_IF_ERROR(m.Map(h + "mlp.up_proj.weight", g + "ffn_up.weight", {d.ffn, d.hidden}));

@@ -107,11 +107,123 @@ Status HeadNorm(const Tensor& t, int64_t n, int64_t heads, const std::vector<flo
   return RmsNorm(rows, w, eps, rows);
 }
 
+// Expert e of a stacked GGUF expert tensor ({cols, rows, E} in GGUF order: row-major
+// [E, rows, cols], each expert an ordinary [rows, cols] matrix).
+StatusOr<std::vector<TensorView>> GetExperts(const gguf::GgufFile& f, const std::string& name,
+                                             int64_t experts, int64_t rows, int64_t cols) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  if (t == nullptr) return NotFoundError(f.path() + ": missing tensor '" + name + "'");
+  std::vector<int64_t> dims = t->dims;
+  while (dims.size() > 3 && dims.back() == 1) dims.pop_back();
+  if (dims != std::vector<int64_t>{cols, rows, experts}) {
+    return InvalidArgumentError(
+        f.path() + ": tensor '" + name + "' has shape " + t->ShapeString() + ", expected [" +
+        std::to_string(experts) + ", " + std::to_string(rows) + ", " + std::to_string(cols) +
+        "] (expert_count, rows, cols; GGUF {" + std::to_string(cols) + ", " +
+        std::to_string(rows) + ", " + std::to_string(experts) + "})");
+  }
+  const auto dtype = gguf::ToDType(t->type);
+  if (!dtype || *dtype == DType::kI32) {
+    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
+    return UnimplementedError(f.path() + ": tensor '" + name + "' has type " +
+                              std::string(info ? info->name : "unknown") +
+                              "; supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K");
+  }
+  const auto row_bytes = RowBytes(*dtype, cols);
+  if (!row_bytes) {
+    return InvalidArgumentError(f.path() + ": tensor '" + name + "': rows of " +
+                                std::to_string(cols) + " elements do not fill whole " +
+                                std::string(DTypeName(*dtype)) + " blocks");
+  }
+  std::vector<TensorView> out;
+  for (int64_t e = 0; e < experts; ++e) {
+    TensorView v;
+    v.data = const_cast<uint8_t*>(t->data) + static_cast<size_t>(e * rows) * *row_bytes;
+    v.dtype = *dtype;
+    v.shape = Shape{rows, cols};
+    out.push_back(v);
+  }
+  return out;
+}
+
 StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& name, int64_t rows,
                                  int64_t cols, WeightMode mode, ComputeType compute) {
   UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {rows, cols}));
   auto w = LinearWeight::Prepare(std::span<const TensorView>(&t, 1), mode, compute);
   if (!w.ok()) return w.status().WithContext(f.path() + ": tensor '" + name + "'");
+  return w;
+}
+
+// The MoE FFN of layer prefix `p` (blk.N.): router ffn_gate_inp [E, hidden] (f32 product),
+// optional selection bias exp_probs_b.bias [E], stacked experts ffn_{gate,up,down}_exps, and the
+// shared expert ffn_{gate,up,down}_shexp when the config has one. A tensor whose expert count,
+// width or hidden size disagrees with the config is named with both.
+StatusOr<std::unique_ptr<MoeFfnWeights>> LoadMoe(const gguf::GgufFile& f, const ModelConfig& c,
+                                                 const std::string& p, WeightMode mode,
+                                                 ComputeType compute) {
+  auto w = std::make_unique<MoeFfnWeights>();
+  const int64_t d = c.hidden_size, e_count = c.num_experts, fe = c.expert_ffn_size;
+  const std::string arch = c.architecture + ".";
+  const std::string keys = " (" + arch + "expert_count = " + std::to_string(e_count) + ", " +
+                           arch + "expert_feed_forward_length = " + std::to_string(fe) + ")";
+  auto with_keys = [&](Status s) {
+    return s.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(s.message() + keys) : s;
+  };
+  {
+    auto router = GetTensor(f, p + "ffn_gate_inp.weight", {e_count, d});
+    if (!router.ok()) return with_keys(router.status());
+    const WeightMode router_mode = mode == WeightMode::kOnTheFly ? mode : WeightMode::kPacked;
+    auto prepared = LinearWeight::Prepare(std::span<const TensorView>(&router.value(), 1),
+                                          router_mode, ComputeType::kF32);
+    if (!prepared.ok()) return prepared.status().WithContext(p + "ffn_gate_inp.weight");
+    w->router = std::move(prepared).value();
+  }
+  if (f.FindTensor(p + "exp_probs_b.bias") != nullptr) {
+    auto bias = GetVector(f, p + "exp_probs_b.bias", e_count);
+    if (!bias.ok()) return with_keys(bias.status());
+    w->selection_bias = std::move(bias).value();
+  }
+  auto gate = GetExperts(f, p + "ffn_gate_exps.weight", e_count, fe, d);
+  if (!gate.ok()) return with_keys(gate.status());
+  auto up = GetExperts(f, p + "ffn_up_exps.weight", e_count, fe, d);
+  if (!up.ok()) return with_keys(up.status());
+  auto down = GetExperts(f, p + "ffn_down_exps.weight", e_count, d, fe);
+  if (!down.ok()) return with_keys(down.status());
+  double bytes = 0;
+  for (int64_t e = 0; e < e_count; ++e) {
+    const TensorView parts[2] = {(*gate)[e], (*up)[e]};
+    auto gu = LinearWeight::Prepare(parts, mode, compute);
+    if (!gu.ok()) return gu.status().WithContext(f.path() + ": " + p + "ffn_gate/up_exps");
+    auto dn = LinearWeight::Prepare(std::span<const TensorView>(&(*down)[e], 1), mode, compute);
+    if (!dn.ok()) return dn.status().WithContext(f.path() + ": " + p + "ffn_down_exps");
+    if (e == 0) {
+      // Bytes one expert's product reads: the packed copy, or the stored rows.
+      const size_t owned = gu->owned_bytes() + dn->owned_bytes();
+      bytes = owned > 0 ? static_cast<double>(owned)
+                        : static_cast<double>(*RowBytes((*gate)[0].dtype, d) * fe +
+                                              *RowBytes((*up)[0].dtype, d) * fe +
+                                              *RowBytes((*down)[0].dtype, fe) * d);
+    }
+    w->gate_up.push_back(std::move(gu).value());
+    w->down.push_back(std::move(dn).value());
+  }
+  w->expert_bytes = bytes;
+  if (c.shared_expert_ffn_size > 0) {
+    const int64_t fs = c.shared_expert_ffn_size;
+    UNMASK_ASSIGN_OR_RETURN(TensorView sg, GetTensor(f, p + "ffn_gate_shexp.weight", {fs, d}));
+    UNMASK_ASSIGN_OR_RETURN(TensorView su, GetTensor(f, p + "ffn_up_shexp.weight", {fs, d}));
+    const TensorView parts[2] = {sg, su};
+    auto gu = LinearWeight::Prepare(parts, mode, compute);
+    if (!gu.ok()) return gu.status().WithContext(f.path() + ": " + p + "ffn_gate/up_shexp");
+    w->shared_gate_up = std::move(gu).value();
+    UNMASK_ASSIGN_OR_RETURN(w->shared_down,
+                            GetLinear(f, p + "ffn_down_shexp.weight", d, fs, mode, compute));
+    w->has_shared = true;
+  } else if (f.FindTensor(p + "ffn_gate_shexp.weight") != nullptr) {
+    return InvalidArgumentError(f.path() + ": tensor '" + p +
+                                "ffn_gate_shexp.weight' (a shared expert) but " + arch +
+                                "expert_shared_count is 0 or missing");
+  }
   return w;
 }
 
@@ -164,7 +276,10 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
   UNMASK_ASSIGN_OR_RETURN(m->token_embd_, GetTensor(f, "token_embd.weight", {c.vocab_size, d}));
 
   // Progress counts tensors of the file: 9 per layer, the embedding, the final norm and the output.
-  const int total = static_cast<int>(c.num_layers) * 9 + (c.tied_output ? 2 : 3);
+  int total = c.tied_output ? 2 : 3;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    total += c.is_moe_layer(l) ? 10 + (c.shared_expert_ffn_size > 0 ? 3 : 0) : 9;
+  }
   int done = 1;  // token_embd
   auto tick = [&](int n = 1) {
     done += n;
@@ -192,12 +307,17 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(L.bv, GetBias(f, p + "attn_v.bias", kv));
     const bool has_qk_norm = f.FindTensor(p + "attn_q_norm.weight") != nullptr ||
                              f.FindTensor(p + "attn_k_norm.weight") != nullptr;
-    if (has_qk_norm || c.architecture == "qwen3" || c.architecture == "sdar") {
+    if (has_qk_norm || c.architecture == "qwen3" || c.architecture == "sdar" || c.is_moe()) {
       UNMASK_ASSIGN_OR_RETURN(L.q_norm, GetVector(f, p + "attn_q_norm.weight", c.head_dim));
       UNMASK_ASSIGN_OR_RETURN(L.k_norm, GetVector(f, p + "attn_k_norm.weight", c.head_dim));
     }
     UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode, compute));
     tick();
+    if (c.is_moe_layer(l)) {
+      UNMASK_ASSIGN_OR_RETURN(L.moe, LoadMoe(f, c, p, mode, compute));
+      tick(4 + (L.moe->has_shared ? 3 : 0));
+      continue;
+    }
     UNMASK_ASSIGN_OR_RETURN(TensorView gate, GetTensor(f, p + "ffn_gate.weight", {c.ffn_size, d}));
     UNMASK_ASSIGN_OR_RETURN(TensorView up, GetTensor(f, p + "ffn_up.weight", {c.ffn_size, d}));
     const TensorView parts[2] = {gate, up};
@@ -227,6 +347,15 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
   for (const TransformerLayer& L : m->layers_) {
     bytes += L.wq.owned_bytes() + L.wk.owned_bytes() + L.wv.owned_bytes() + L.wo.owned_bytes() +
              L.gate_up.owned_bytes() + L.down.owned_bytes();
+    if (L.moe) {
+      bytes += L.moe->router.owned_bytes() + L.moe->shared_gate_up.owned_bytes() +
+               L.moe->shared_down.owned_bytes();
+      for (size_t e = 0; e < L.moe->gate_up.size(); ++e) {
+        bytes += L.moe->gate_up[e].owned_bytes() + L.moe->down[e].owned_bytes();
+      }
+      m->expert_bytes_ = L.moe->expert_bytes;
+      m->all_expert_bytes_ += L.moe->expert_bytes * static_cast<double>(L.moe->gate_up.size());
+    }
   }
   if (mode == WeightMode::kOnTheFly) bytes += f.file_size();
   m->weight_bytes_ = bytes;
@@ -400,6 +529,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
   };
 
   const int64_t kv_dim = hkv * c.head_dim;
+  ForwardStats moe;  // the MoE counters
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const TransformerLayer& L = layers_[static_cast<size_t>(l)];
     // The last layer only needs queries (and everything after attention) at the logit rows; keys
@@ -486,6 +616,16 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.attn, 0, n), L.wo, Rows(ws.proj, 0, n)));
     UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
     UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(resid, 0, n), ffn_norm, c.rms_eps, Rows(normed, 0, n)));
+    if (L.moe) {
+      MoeFfnCounters counters;
+      UNMASK_RETURN_IF_ERROR(
+          MoeFfn(Rows(normed, 0, n), *L.moe, c.routing, ws, Rows(ws.proj, 0, n), &counters));
+      UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
+      ++moe.moe_layers;
+      moe.experts_hit += counters.experts_hit;
+      moe.expert_rows += counters.expert_rows;
+      continue;
+    }
     UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.gate_up, Rows(ws.gate_up, 0, n)));
     UNMASK_RETURN_IF_ERROR(SwiGlu(Rows(ws.gate_up, 0, n), Rows(ws.ffn, 0, n)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.ffn, 0, n), L.down, Rows(ws.proj, 0, n)));
@@ -506,7 +646,13 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     stats->num_logit_rows = num_rows;
     stats->flops = 0;
     stats->kv_bytes = 0;
-    stats->weight_bytes = static_cast<double>(weight_bytes_);
+    stats->moe_layers = moe.moe_layers;
+    stats->experts_hit = moe.experts_hit;
+    stats->expert_rows = moe.expert_rows;
+    stats->expert_bytes = static_cast<double>(moe.experts_hit) * expert_bytes_;
+    // Experts no row was routed to are never read.
+    stats->weight_bytes =
+        static_cast<double>(weight_bytes_) - all_expert_bytes_ + stats->expert_bytes;
     stats->activation_bytes = c.ForwardActivationBytes(total, num_rows);
     for (const SequenceInput& seq : plan.sequences) {
       const int64_t n = static_cast<int64_t>(seq.tokens.size());

@@ -1,5 +1,7 @@
 // The llama-family transformer shared by "llada" (bidirectional), "llama", "qwen2", "qwen3"
-// (causal), "dream" (bidirectional, Qwen2 layout) and "sdar" (block-causal, Qwen3 layout):
+// (causal), "dream" (bidirectional, Qwen2 layout), "sdar" (block-causal, Qwen3 layout) and the
+// mixture-of-experts bodies "llada-moe" (bidirectional), "qwen3moe" (causal) and "sdar-moe"
+// (block-causal), whose FFN is model/moe_ffn.h:
 // pre-norm RMSNorm, RoPE, (grouped-query) attention, SwiGLU FFN, final RMSNorm and an output
 // projection (tied to the token embedding when output.weight is absent). Biases: q/k/v projection
 // biases and output.bias are used when the file has them (Dream, Qwen2); per-head q/k RMSNorm
@@ -16,6 +18,7 @@
 #include "core/tensor.h"
 #include "format/gguf.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 #include "ops/linear.h"
 #include "ops/rope.h"
 
@@ -36,8 +39,11 @@ struct TransformerLayer {
   std::vector<float> k_norm;    // [head_dim]
   LinearWeight wo;              // [hidden, heads * head_dim]
   std::vector<float> ffn_norm;  // [hidden]
-  LinearWeight gate_up;         // [2 * ffn, hidden]: ffn_gate rows then ffn_up rows
-  LinearWeight down;            // [hidden, ffn]
+  LinearWeight gate_up;         // [2 * ffn, hidden]: ffn_gate rows then ffn_up rows (dense)
+  LinearWeight down;            // [hidden, ffn] (dense)
+  // Mixture-of-experts layers (ModelConfig::is_moe_layer): the routed experts instead of
+  // gate_up / down; null in dense layers.
+  std::unique_ptr<MoeFfnWeights> moe;
 };
 
 class TransformerModel final : public Model {
@@ -76,6 +82,8 @@ class TransformerModel final : public Model {
   LinearWeight output_;             // [vocab, hidden]
   std::vector<float> output_bias_;  // [vocab] (output.bias, Dream); empty when absent
   size_t weight_bytes_ = 0;
+  double expert_bytes_ = 0;        // bytes of one routed expert (every MoE layer alike)
+  double all_expert_bytes_ = 0;    // bytes of every routed expert of every layer
   ComputeType compute_ = ComputeType::kF32;
 };
 

@@ -32,8 +32,22 @@ void Workspace::Reserve(const ModelConfig& c, int64_t num_positions, int64_t num
     v = Tensor(DType::kF32, {n, c.num_kv_heads * c.head_dim});
     attn = Tensor(DType::kF32, {n, c.num_heads * c.head_dim});
     proj = Tensor(DType::kF32, {n, c.hidden_size});
-    gate_up = Tensor(DType::kF32, {n, 2 * c.ffn_size});
-    ffn = Tensor(DType::kF32, {n, c.ffn_size});
+    gate_up = Tensor(DType::kF32, {n, 2 * std::max<int64_t>(c.ffn_size, 1)});
+    ffn = Tensor(DType::kF32, {n, std::max<int64_t>(c.ffn_size, 1)});
+    if (c.is_moe()) {
+      const int64_t slots = n * c.routing.top_k, fe = c.expert_ffn_size;
+      moe_logits = Tensor(DType::kF32, {n, c.num_experts});
+      moe_x = Tensor(DType::kF32, {slots, c.hidden_size});
+      moe_gate_up = Tensor(DType::kF32, {slots, 2 * fe});
+      moe_act = Tensor(DType::kF32, {slots, fe});
+      moe_y = Tensor(DType::kF32, {slots, c.hidden_size});
+      const int64_t fs = std::max<int64_t>(c.shared_expert_ffn_size, 1);
+      shared_gate_up = Tensor(DType::kF32, {n, 2 * fs});
+      shared_act = Tensor(DType::kF32, {n, fs});
+      moe_ids.resize(static_cast<size_t>(slots));
+      moe_weights.resize(static_cast<size_t>(slots));
+      moe_slot_row.resize(static_cast<size_t>(slots));
+    }
     capacity_ = n;
   }
   if (num_logit_rows > logit_capacity_) {

@@ -21,7 +21,10 @@ namespace {
 std::vector<std::string> SdarGoldens() {
   std::vector<std::string> out;
   for (const std::string& f : testing::GoldenFiles("block")) {
-    if (f.rfind("a_", 0) == 0 || f.rfind("b_", 0) == 0) out.push_back(f);
+    // a_, b_: SDAR; m_: SDAR-MoE (f_ files are Fast-dLLM v2).
+    if (f.rfind("a_", 0) == 0 || f.rfind("b_", 0) == 0 || f.rfind("m_", 0) == 0) {
+      out.push_back(f);
+    }
   }
   return out;
 }

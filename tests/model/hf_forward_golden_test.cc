@@ -46,6 +46,39 @@ TEST_P(HfForwardGoldenTest, LogitsMatchTheReference) {
       EXPECT_TRUE((*m)->config().is_block_diffusion());
       EXPECT_EQ((*m)->config().block_length, g["block_length"].get<int64_t>());
     }
+    if (g["mask"] == "full") {
+      EXPECT_TRUE((*m)->config().is_diffusion());
+    }
+    if (g.contains("experts_hit_per_layer")) {
+      // Routing statistics of a forward with every position's logits (no layer pruned) against
+      // the reference's distinct experts per layer.
+      std::vector<int32_t> all_rows(ids.size());
+      for (size_t i = 0; i < all_rows.size(); ++i) all_rows[i] = static_cast<int32_t>(i);
+      BatchPlan plan;
+      plan.sequences.push_back(SequenceInput{ids, 0, all_rows});
+      std::vector<float> out(ids.size() * static_cast<size_t>(v));
+      Workspace ws;
+      ForwardStats fs;
+      ASSERT_TRUE((*m)->Forward(plan, ws,
+                                TensorView{out.data(), DType::kF32,
+                                           Shape{static_cast<int64_t>(ids.size()), v}},
+                                &fs)
+                      .ok());
+      const auto per_layer = g["experts_hit_per_layer"].get<std::vector<int64_t>>();
+      int64_t hit = 0;
+      for (int64_t h : per_layer) hit += h;
+      EXPECT_EQ(fs.moe_layers, static_cast<int64_t>(per_layer.size()));
+      EXPECT_EQ(fs.experts_hit, hit);
+      EXPECT_EQ(fs.expert_rows,
+                static_cast<int64_t>(ids.size() * per_layer.size()) * (*m)->config().routing.top_k);
+      EXPECT_GT(fs.expert_bytes, 0);
+      // Unrouted experts are not read: the forward's weight bytes are below the resident ones
+      // exactly when some expert of some layer got no row.
+      const int64_t all = (*m)->config().num_experts * static_cast<int64_t>(per_layer.size());
+      if (hit < all) {
+        EXPECT_LT(fs.weight_bytes, static_cast<double>((*m)->weight_bytes()));
+      }
+    }
     auto check = [&](const std::vector<float>& got, size_t got_row, size_t want_row,
                      const std::string& what) {
       for (int64_t j = 0; j < v; ++j) {
