@@ -130,6 +130,24 @@ Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
       UNMASK_ASSIGN_OR_RETURN(r.groups_used, GetPositive(f, p + "expert_group_used_count"));
     }
   }
+  // The routing's constraints, named by their keys.
+  const std::string count = p + "expert_count (" + std::to_string(r.num_experts) + ")";
+  if (r.top_k > r.num_experts) {
+    return InvalidArgumentError(f.path() + ": " + p + "expert_used_count (" +
+                                std::to_string(r.top_k) + ") exceeds " + count);
+  }
+  if (r.num_experts % r.num_groups != 0) {
+    return InvalidArgumentError(f.path() + ": " + p + "expert_group_count (" +
+                                std::to_string(r.num_groups) + ") does not divide " + count);
+  }
+  if (r.groups_used > r.num_groups ||
+      r.groups_used * (r.num_experts / r.num_groups) < r.top_k) {
+    return InvalidArgumentError(
+        f.path() + ": " + p + "expert_group_used_count (" + std::to_string(r.groups_used) +
+        ") must be at most expert_group_count (" + std::to_string(r.num_groups) +
+        ") and its groups must hold expert_used_count (" + std::to_string(r.top_k) +
+        ") experts");
+  }
   if (Status s = ValidateMoeRouting(r); !s.ok()) {
     return InvalidArgumentError(f.path() + ": " + p + "expert_* keys: " + s.message());
   }
