@@ -145,12 +145,69 @@ SPECS: dict[str, Spec] = {s.name: s for s in [
          rope_theta=1e6, rms_eps=1e-6, bos=ENDOFTEXT, eos=IM_END, gen_eos=[IM_END, ENDOFTEXT],
          pad=ENDOFTEXT, stop_row_scale=1.0,
          moe={"experts": 4, "top_k": 2, "ffn": 24, "norm": True}),
+    # LLaDA 2.x (LLaDA2MoeModelLM; MODELS.md section 3): fused Q|K|V, q/k norm, partial rotary
+    # (8 of 16 dims), layer 0 dense; 16 experts in 4 groups (2 kept), top-4, sigmoid + expert
+    # bias, renormalised, x 2.5, one shared expert; GQA 4/2; BF16, untied, 2 shards.
+    Spec("llada2-tiny-bf16", "LLaDA2MoeModelLM", "llada2_moe", "llada2", hidden=32, layers=3,
+         heads=4, kv_heads=2, head_dim=16, ffn=64, dtype="BF16", tied=False, shards=2,
+         seed=1810, rope_theta=600000, rms_eps=1e-6, bos=ENDOFTEXT, eos=IM_END,
+         gen_eos=[IM_END, ENDOFTEXT], pad=ENDOFTEXT, extras={"mask_token_id": MASK},
+         stop_row_scale=1.6,
+         moe={"experts": 16, "top_k": 4, "ffn": 8, "norm": True, "shared": 1, "groups": 4,
+              "groups_used": 2, "scale": 2.5, "bias": True, "dense": 1, "rotary_dim": 8}),
+    # LLaDA 2.x variant: top-1 (no renormalisation), ungrouped, no bias, no shared expert, no
+    # dense layer, full rotary; F32, tied.
+    Spec("llada2-tiny-f32-top1", "LLaDA2MoeModelLM", "llada2_moe", "llada2", hidden=32,
+         layers=2, heads=4, kv_heads=4, head_dim=8, ffn=64, dtype="F32", tied=True, shards=1,
+         seed=1811, rope_theta=600000, rms_eps=1e-6, bos=ENDOFTEXT, eos=IM_END,
+         gen_eos=[IM_END, ENDOFTEXT], pad=ENDOFTEXT, extras={"mask_token_id": MASK},
+         stop_row_scale=1.6,
+         moe={"experts": 8, "top_k": 1, "ffn": 16, "norm": True, "shared": 0, "groups": 1,
+              "groups_used": 1, "scale": 1.0, "bias": False, "dense": 0, "rotary_dim": 8}),
 ]}
 ROUTER_GAIN = 3.0      # router std ROUTER_GAIN / sqrt(hidden): confident, well-separated routing
 
 
+def llada2_tensor_shapes(s: Spec) -> list[tuple[str, tuple[int, ...], str]]:
+    """LLaDA 2.x names (dInfer modeling_llada2_moe.py; MODELS.md section 3.2)."""
+    m, d = s.moe, s.hidden
+    out = [("model.word_embeddings.weight", (VOCAB, d), "embed")]
+    for i in range(s.layers):
+        p = f"model.layers.{i}."
+        out.append((p + "input_layernorm.weight", (d,), "norm"))
+        out.append((p + "attention.query_key_value.weight",
+                    ((s.heads + 2 * s.kv_heads) * s.head_dim, d), "linear"))
+        out.append((p + "attention.query_layernorm.weight", (s.head_dim,), "qk_norm"))
+        out.append((p + "attention.key_layernorm.weight", (s.head_dim,), "qk_norm"))
+        out.append((p + "attention.dense.weight", (d, s.heads * s.head_dim), "out"))
+        out.append((p + "post_attention_layernorm.weight", (d,), "norm"))
+        if i < m["dense"]:
+            out.append((p + "mlp.gate_proj.weight", (s.ffn, d), "linear"))
+            out.append((p + "mlp.up_proj.weight", (s.ffn, d), "linear"))
+            out.append((p + "mlp.down_proj.weight", (d, s.ffn), "out"))
+            continue
+        out.append((p + "mlp.gate.weight", (m["experts"], d), "router"))
+        if m["bias"]:
+            out.append((p + "mlp.gate.expert_bias", (m["experts"],), "bias"))
+        for e in range(m["experts"]):
+            out.append((p + f"mlp.experts.{e}.gate_proj.weight", (m["ffn"], d), "linear"))
+            out.append((p + f"mlp.experts.{e}.up_proj.weight", (m["ffn"], d), "linear"))
+            out.append((p + f"mlp.experts.{e}.down_proj.weight", (d, m["ffn"]), "out"))
+        if m["shared"]:
+            fs = m["ffn"] * m["shared"]
+            out.append((p + "mlp.shared_experts.gate_proj.weight", (fs, d), "linear"))
+            out.append((p + "mlp.shared_experts.up_proj.weight", (fs, d), "linear"))
+            out.append((p + "mlp.shared_experts.down_proj.weight", (d, fs), "out"))
+    out.append(("model.norm.weight", (d,), "norm"))
+    if not s.tied:
+        out.append(("lm_head.weight", (VOCAB, d), "head"))
+    return out
+
+
 def tensor_shapes(s: Spec) -> list[tuple[str, tuple[int, ...], str]]:
     """(name, shape, kind) in the order the random values are drawn."""
+    if s.layout == "llada2":
+        return llada2_tensor_shapes(s)
     q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
     out = [("model.embed_tokens.weight", (VOCAB, s.hidden), "embed")]
     for i in range(s.layers):
@@ -261,7 +318,36 @@ def write_weights(folder: str, s: Spec, weights: dict[str, np.ndarray]) -> None:
         _write_json(os.path.join(folder, "model.safetensors.index.json"), index)
 
 
+def llada2_config_json(s: Spec) -> dict:
+    """LLaDA 2.x's keys (LLaDA2.1-mini config.json; MODELS.md section 3.1)."""
+    m = s.moe
+    c = {
+        "architectures": [s.arch], "model_type": s.model_type,
+        "auto_map": {"AutoConfig": "configuration_llada2_moe.LLaDA2MoeConfig",
+                     "AutoModelForCausalLM": "modeling_llada2_moe.LLaDA2MoeModelLM"},
+        "hidden_size": s.hidden, "intermediate_size": s.ffn, "num_hidden_layers": s.layers,
+        "num_attention_heads": s.heads, "num_key_value_heads": s.kv_heads,
+        "head_dim": s.head_dim, "rotary_dim": m["rotary_dim"],
+        "partial_rotary_factor": m["rotary_dim"] / s.head_dim, "rope_theta": s.rope_theta,
+        "rope_scaling": None, "max_position_embeddings": 512, "rms_norm_eps": s.rms_eps,
+        "vocab_size": VOCAB, "tie_word_embeddings": s.tied, "hidden_act": "silu",
+        "use_qk_norm": True, "use_qkv_bias": False, "use_bias": False,
+        "first_k_dense_replace": m["dense"], "num_experts": m["experts"],
+        "num_shared_experts": m["shared"], "num_experts_per_tok": m["top_k"],
+        "moe_intermediate_size": m["ffn"], "score_function": "sigmoid",
+        "moe_router_enable_expert_bias": m["bias"], "n_group": m["groups"],
+        "topk_group": m["groups_used"], "norm_topk_prob": m["norm"],
+        "routed_scaling_factor": m["scale"], "router_dtype": "fp32",
+        "pad_token_id": s.pad, "bos_token_id": s.bos, "eos_token_id": s.eos,
+        "dtype": {"F32": "float32", "BF16": "bfloat16"}[s.dtype],
+    }
+    c.update(s.extras)
+    return {k: c[k] for k in sorted(c)}
+
+
 def config_json(s: Spec) -> dict:
+    if s.layout == "llada2":
+        return llada2_config_json(s)
     c = {
         "architectures": [s.arch],
         "attention_dropout": 0.0,

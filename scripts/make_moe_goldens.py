@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""(Re)create the LLaDA-MoE decoding goldens: tests/data/golden/moe/<case>.json.
+"""(Re)create the MoE decoding goldens: tests/data/golden/moe/<case>.json (LLaDA-MoE, and
+LLaDA 2.0 in the l2_* files).
 
 The tiny random LLaDA-MoE checkpoints of tests/data/hf/ (scripts/make_hf_checkpoints.py:
 `llada-moe-tiny-f32`, 8 experts top-2; `llada-moe-tiny-bf16-top1`, 4 experts top-1) decoded by
 the LLaDA reference `generate` (scripts/reference/generate.py: ML-GSAI/LLaDA generate.py, the
 loop llama.cpp's diffusion CLI and dInfer run LLaDA-MoE with; MODELS.md section 2.2) over the
-numpy MoE forward (scripts/reference/hf_model.py + moe.py, bidirectional attention). The
-SDAR-MoE and Qwen3-MoE goldens live with their dense siblings (scripts/make_block_goldens.py).
+numpy MoE forward (scripts/reference/hf_model.py + moe.py, bidirectional attention); and the
+tiny LLaDA 2.x checkpoints (`llada2-tiny-bf16`: 16 experts in 4 groups, top-4, sigmoid + expert
+bias, shared expert, dense layer 0, partial rotary; `llada2-tiny-f32-top1`) decoded by the
+LLaDA 2.0 reference generate (scripts/reference/llada2_generate.py: threshold with the top-quota
+fallback, block-causal, the whole prefix re-run each step). The SDAR-MoE and Qwen3-MoE goldens
+live with their dense siblings (scripts/make_block_goldens.py).
 
 Robustness (the rule of make_goldens.py, plus routing): a case is kept only if every decision
 margin is >= MIN_MARGIN, every forward's routing margin (k-th minus (k+1)-th router probability
@@ -32,6 +37,7 @@ sys.path.insert(0, HERE)
 
 import make_goldens as mg  # noqa: E402
 import make_hf_checkpoints as mh  # noqa: E402
+import llada2_generate as l2  # noqa: E402
 from generate import GenerateParams, generate  # noqa: E402
 from hf_model import HFModel  # noqa: E402
 
@@ -102,7 +108,40 @@ CASES = [
 ]
 
 
-def _prompt(case: Case, attempt: int) -> list[int]:
+@dataclass
+class L2Case:
+    name: str
+    ckpt: str
+    prompt_len: int
+    params: l2.Llada2Params
+    note: str = ""
+    require: tuple = ()      # "multi": a step commits more than its quota; "stop": early stop
+
+
+def _l2(**kw) -> l2.Llada2Params:
+    base = dict(gen_length=32, block_length=32, steps=32, threshold=0.95,
+                stop_ids=[mh.IM_END, mh.ENDOFTEXT])
+    base.update(kw)
+    return l2.Llada2Params(**base)
+
+
+C, D = "llada2-tiny-bf16", "llada2-tiny-f32-top1"
+L2_CASES = [
+    L2Case("l2_default_lp5", C, 5, _l2(), "the family's defaults: block 32, 32 steps, 0.95"),
+    L2Case("l2_th05_lp10", C, 10, _l2(threshold=0.5, gen_length=24),
+           "threshold 0.5: steps commit more than the quota", require=("multi",)),
+    L2Case("l2_b8_s4_lp9", C, 9, _l2(block_length=8, steps=4, threshold=0.6, gen_length=24),
+           "block 8 on a block-32 model; quota capped at the masks left"),
+    L2Case("l2_lp40_prefix", C, 40, _l2(gen_length=16, steps=16, threshold=0.7),
+           "prompt past one block: the prefix is re-run every step"),
+    L2Case("l2_stop_b16", C, 6, _l2(block_length=16, steps=8, threshold=0.5, gen_length=64),
+           "a stop id ends the generation", require=("stop",)),
+    L2Case("l2_top1_b16_s8", D, 7, _l2(block_length=16, steps=8, threshold=0.8),
+           "top-1, ungrouped, no bias, no shared expert"),
+]
+
+
+def _prompt(case, attempt: int) -> list[int]:
     rng = np.random.default_rng([zlib.crc32(case.name.encode()), attempt])
     return [mh.ENDOFTEXT] + [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, case.prompt_len - 1)]
 
@@ -148,13 +187,64 @@ def run_case(case: Case, models, models32) -> tuple[dict, dict]:
     raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
 
 
-def readme(done) -> str:
+def run_l2_case(case: L2Case, models, models32) -> tuple[dict, dict]:
+    m, m32 = models[case.ckpt].m, models32[case.ckpt].m
+    rejected = []
+    for attempt in range(MAX_ATTEMPTS):
+        prompt = _prompt(case, attempt)
+        stats: dict = {}
+        fwd = m.forward
+        m.forward = lambda *a, **k: fwd(*a, moe_stats=stats, **k)
+        try:
+            r = l2.generate(m, prompt, case.params, mh.MASK)
+        finally:
+            m.forward = fwd
+        why = None
+        if r.min_decision_margin < MIN_MARGIN:
+            why = f"margin {r.min_decision_margin:.2e}"
+        elif stats["min_route_margin"] < MIN_ROUTE_MARGIN:
+            why = f"routing margin {stats['min_route_margin']:.2e}"
+        elif r.committed_mask_id:
+            why = "committed the mask id"
+        elif len(set(r.output_ids) - {mh.MASK}) < MIN_DISTINCT:
+            why = "output nearly constant"
+        elif "multi" in case.require and r.multi_commit_steps == 0:
+            why = "no step committed more than its quota"
+        elif "stop" in case.require and r.first_stop_index is None:
+            why = "no early stop"
+        if why is None:
+            r32 = l2.generate(m32, prompt, case.params, mh.MASK)
+            if (r32.output_ids, r32.trace) != (r.output_ids, r.trace):
+                why = "float32 forward gives other tokens"
+        if why is not None:
+            rejected.append(f"attempt {attempt}: {why}")
+            continue
+        p = case.params
+        golden = {
+            "case": case.name, "algorithm": "llada2_block_diffusion", "checkpoint": case.ckpt,
+            "prompt_ids": prompt, "mask_id": mh.MASK, "gen_length": p.gen_length,
+            "block_length": p.block_length, "steps": p.steps, "threshold": p.threshold,
+            "minimal_topk": p.minimal_topk, "temperature": 0.0, "stop_ids": list(p.stop_ids),
+            "output_ids": r.output_ids, "nfe": r.nfe, "first_stop_index": r.first_stop_index,
+            "trace": r.trace, "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
+            "min_route_margin": float(f"{stats['min_route_margin']:.6g}"),
+        }
+        return golden, {"attempt": attempt, "rejected": rejected}
+    raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
+
+
+def readme(done, l2_done) -> str:
     rows = "\n".join(
         f"| `{c.name}` | {c.ckpt} | {len(g['prompt_ids'])} | {g['gen_length']} | {g['steps']} | "
         f"{g['block_length']} | {g['temperature']} | {g['cfg_scale']} | {g['remasking']} | "
         f"{g['nfe']} | {g['min_decision_margin']:.3g} | {g['min_route_margin']:.3g} | {c.note} |"
         for c, g, _ in done)
-    return f"""# LLaDA-MoE decoding goldens
+    l2_rows = "\n".join(
+        f"| `{c.name}` | {c.ckpt} | {len(g['prompt_ids'])} | {g['gen_length']} | "
+        f"{g['block_length']} | {g['steps']} | {g['threshold']} | {g['nfe']} | "
+        f"{g['first_stop_index']} | {g['min_decision_margin']:.3g} | "
+        f"{g['min_route_margin']:.3g} | {c.note} |" for c, g, _ in l2_done)
+    return f"""# MoE decoding goldens (LLaDA-MoE, LLaDA 2.0)
 
 Made by `scripts/make_moe_goldens.py` (do not edit by hand):
 
@@ -175,12 +265,26 @@ layer and forward of the run (f32 rounding of these is ~1e-7). Ids: mask {mh.MAS
 | case | checkpoint | prompt | gen | steps | block | T | cfg | remasking | nfe | margin | route margin | note |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
+
+## LLaDA 2.0 (`l2_*.json`, `"algorithm": "llada2_block_diffusion"`)
+
+scripts/reference/llada2_generate.py at temperature 0 (argmax; see its docstring for the
+quirks decided): per block up to `steps` forwards of the whole prefix (block-causal), commit
+every masked slot with confidence > `threshold` when at least the step's quota are, else the
+min(quota, masks) most confident. `output_ids`: x[Lp:] of the canvas (whole blocks; masks left in
+blocks never reached); `nfe`: forwards run (one per denoising step: unmask's fused schedule runs
+the same count with a KV cache); `trace`: [block, step, committed positions]; `stop_ids`: the
+ids that end generation after their block (the tokenizer's eos and eot).
+
+| case | checkpoint | prompt | gen | block | steps | threshold | nfe | stop at | margin | route margin | note |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+{l2_rows}
 """
 
 
 def build_all(root: str, progress: bool = True) -> dict[str, bytes]:
     models, models32 = {}, {}
-    for name in (A, B):
+    for name in (A, B, C, D):
         folder = os.path.join(root, mh.HF_DIR, name)
         models[name] = DiffusionView(folder, np.float64)
         models32[name] = DiffusionView(folder, np.float32)
@@ -193,7 +297,16 @@ def build_all(root: str, progress: bool = True) -> dict[str, bytes]:
             print(f"  {case.name}: nfe {gold['nfe']} margin {gold['min_decision_margin']:.3g} "
                   f"route {gold['min_route_margin']:.3g} (attempt {info['attempt']})",
                   file=sys.stderr)
-    files[f"{OUT_DIR}/README.md"] = readme(done).encode()
+    l2_done = []
+    for case in L2_CASES:
+        gold, info = run_l2_case(case, models, models32)
+        files[f"{OUT_DIR}/{case.name}.json"] = mg.render_json(gold).encode()
+        l2_done.append((case, gold, info))
+        if progress:
+            print(f"  {case.name}: nfe {gold['nfe']} stop {gold['first_stop_index']} margin "
+                  f"{gold['min_decision_margin']:.3g} route {gold['min_route_margin']:.3g} "
+                  f"(attempt {info['attempt']})", file=sys.stderr)
+    files[f"{OUT_DIR}/README.md"] = readme(done, l2_done).encode()
     return files
 
 

@@ -52,6 +52,10 @@ ARCHS = {  # architectures[0] -> layout
     "Qwen3MoeForCausalLM": "qwen3",
     "SDARMoeForCausalLM": "qwen3",
     "LLaDAMoEModelLM": "qwen3",
+    # LLaDA 2.x (MODELS.md section 3): its own names (model.word_embeddings, attention.
+    # query_key_value fused Q|K|V, attention.{query,key}_layernorm, attention.dense), partial
+    # rotary, dense first layers, sigmoid group-limited routing with an expert bias, shared experts.
+    "LLaDA2MoeModelLM": "llada2",
 }
 
 
@@ -65,6 +69,18 @@ def moe_config(c: dict) -> MoeConfig | None:
             raise hf_read.CheckpointError("only every-layer MoE is supported")
         return MoeConfig(int(c["num_experts"]), int(c["num_experts_per_tok"]),
                          int(c["moe_intermediate_size"]), bool(c.get("norm_topk_prob", False)))
+    if arch == "LLaDA2MoeModelLM":
+        k = int(c["num_experts_per_tok"])
+        if c.get("use_qkv_bias") or c.get("use_bias"):
+            raise hf_read.CheckpointError("use_qkv_bias / use_bias are not in this reference")
+        return MoeConfig(int(c["num_experts"]), k, int(c["moe_intermediate_size"]),
+                         bool(c.get("norm_topk_prob", True)) and k > 1,
+                         float(c.get("routed_scaling_factor") or 1.0),
+                         gating=c.get("score_function", "sigmoid"),
+                         groups=int(c.get("n_group") or 1), groups_used=int(c.get("topk_group") or 1),
+                         norm_eps=1e-20,
+                         shared_ffn=int(c["moe_intermediate_size"]) *
+                         int(c.get("num_shared_experts") or 0))
     if arch == "LLaDAMoEModelLM":
         if c.get("moe_router_enable_expert_bias") or int(c.get("shared_expert_intermediate_size")
                                                         or 0) > 0:
@@ -91,7 +107,10 @@ class HFConfig:
     rope_theta: float
     tie_word_embeddings: bool
     raw: dict = field(repr=False, default_factory=dict)   # the whole config.json
-    moe: MoeConfig | None = None                           # routed experts in every layer
+    moe: MoeConfig | None = None                           # routed experts
+    dense_layers: int = 0                                  # leading dense layers (LLaDA2)
+    rotary_dim: int = 0                                    # rotated dims per head (0: all)
+    expert_bias: bool = False                              # LLaDA2 mlp.gate.expert_bias
 
     @staticmethod
     def from_json(c: dict) -> "HFConfig":
@@ -111,6 +130,11 @@ class HFConfig:
             rms_norm_eps=float(c["rms_norm_eps"]), rope_theta=float(c["rope_theta"]),
             tie_word_embeddings=bool(c.get("tie_word_embeddings", False)), raw=c,
             moe=moe_config(c))
+        if arch == "LLaDA2MoeModelLM":
+            cfg.dense_layers = int(c.get("first_k_dense_replace") or 0)
+            cfg.rotary_dim = int(c.get("rotary_dim") or
+                                 round(cfg.head_dim * float(c.get("partial_rotary_factor", 1.0))))
+            cfg.expert_bias = bool(c.get("moe_router_enable_expert_bias", False))
         if heads % cfg.num_kv_heads or cfg.head_dim % 2:
             raise hf_read.CheckpointError(f"bad heads {heads}/{cfg.num_kv_heads} or head_dim "
                                           f"{cfg.head_dim}")
@@ -121,8 +145,13 @@ def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
 
 
-def rope(x: np.ndarray, positions: np.ndarray, theta: float) -> np.ndarray:
-    """Rotate-half RoPE of x [L, heads, head_dim] at absolute positions [L]."""
+def rope(x: np.ndarray, positions: np.ndarray, theta: float, rotary_dim: int = 0) -> np.ndarray:
+    """Rotate-half RoPE of x [L, heads, head_dim] at absolute positions [L]; with rotary_dim
+    (partial rotary, LLaDA2) only the first rotary_dim dims rotate (frequencies over rotary_dim,
+    pairs (j, j + rotary_dim / 2)) and the rest pass through."""
+    if rotary_dim and rotary_dim < x.shape[-1]:
+        return np.concatenate([rope(x[..., :rotary_dim], positions, theta),
+                               x[..., rotary_dim:]], -1)
     d = x.shape[-1]
     inv = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)                # [d/2]
     ang = positions.astype(np.float64)[:, None] * inv[None, :]                # [L, d/2]
@@ -180,6 +209,12 @@ class HFModel:
 
         d, hd, ff, V = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size
         qd, kvd = cfg.num_heads * hd, cfg.num_kv_heads * hd
+        if cfg.layout == "llada2":
+            self._load_llada2(t)
+            extra = sorted(set(w) - used)
+            if extra:
+                raise hf_read.CheckpointError(f"{folder}: unexpected tensors {extra[:5]}")
+            return
         self.embed = t("model.embed_tokens.weight", (V, d))
         self.norm = t("model.norm.weight", (d,))
         if cfg.tie_word_embeddings:
@@ -202,13 +237,7 @@ class HFModel:
                 lw["up"] = t(p + "mlp.up_proj.weight", (ff, d))
                 lw["down"] = t(p + "mlp.down_proj.weight", (d, ff))
             else:
-                fe = cfg.moe.expert_ffn
-                lw["router"] = t(p + "mlp.gate.weight", (cfg.moe.num_experts, d))
-                lw["experts"] = [{
-                    "gate": t(p + f"mlp.experts.{e}.gate_proj.weight", (fe, d)),
-                    "up": t(p + f"mlp.experts.{e}.up_proj.weight", (fe, d)),
-                    "down": t(p + f"mlp.experts.{e}.down_proj.weight", (d, fe)),
-                } for e in range(cfg.moe.num_experts)]
+                lw.update(self._experts(t, p))
             if cfg.layout == "qwen3":
                 lw["q_norm"] = t(p + "self_attn.q_norm.weight", (hd,))
                 lw["k_norm"] = t(p + "self_attn.k_norm.weight", (hd,))
@@ -220,6 +249,49 @@ class HFModel:
         extra = sorted(set(w) - used)
         if extra:
             raise hf_read.CheckpointError(f"{folder}: unexpected tensors {extra[:5]}")
+
+    def _experts(self, t, p: str) -> dict:
+        """The router mlp.gate.weight [E, d] and the experts mlp.experts.{e}.*_proj."""
+        cfg, d = self.cfg, self.cfg.hidden_size
+        fe = cfg.moe.expert_ffn
+        return {"router": t(p + "mlp.gate.weight", (cfg.moe.num_experts, d)),
+                "experts": [{
+                    "gate": t(p + f"mlp.experts.{e}.gate_proj.weight", (fe, d)),
+                    "up": t(p + f"mlp.experts.{e}.up_proj.weight", (fe, d)),
+                    "down": t(p + f"mlp.experts.{e}.down_proj.weight", (d, fe)),
+                } for e in range(cfg.moe.num_experts)]}
+
+    def _load_llada2(self, t) -> None:
+        cfg = self.cfg
+        d, hd, ff, V = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size, cfg.vocab_size
+        H, Hkv = cfg.num_heads, cfg.num_kv_heads
+        self.embed = t("model.word_embeddings.weight", (V, d))
+        self.norm = t("model.norm.weight", (d,))
+        self.lm_head = self.embed if cfg.tie_word_embeddings else t("lm_head.weight", (V, d))
+        self.layers = []
+        for i in range(cfg.num_layers):
+            p = f"model.layers.{i}."
+            qkv = t(p + "attention.query_key_value.weight", ((H + 2 * Hkv) * hd, d))
+            lw = {"in_norm": t(p + "input_layernorm.weight", (d,)),
+                  "wq": qkv[:H * hd], "wk": qkv[H * hd:(H + Hkv) * hd], "wv": qkv[(H + Hkv) * hd:],
+                  "q_norm": t(p + "attention.query_layernorm.weight", (hd,)),
+                  "k_norm": t(p + "attention.key_layernorm.weight", (hd,)),
+                  "wo": t(p + "attention.dense.weight", (d, H * hd)),
+                  "post_norm": t(p + "post_attention_layernorm.weight", (d,))}
+            if i < cfg.dense_layers:
+                lw["gate"] = t(p + "mlp.gate_proj.weight", (ff, d))
+                lw["up"] = t(p + "mlp.up_proj.weight", (ff, d))
+                lw["down"] = t(p + "mlp.down_proj.weight", (d, ff))
+            else:
+                lw.update(self._experts(t, p))
+                if cfg.expert_bias:
+                    lw["bias"] = t(p + "mlp.gate.expert_bias", (cfg.moe.num_experts,))
+                fs = cfg.moe.shared_ffn
+                if fs:
+                    lw["shared"] = {"gate": t(p + "mlp.shared_experts.gate_proj.weight", (fs, d)),
+                                    "up": t(p + "mlp.shared_experts.up_proj.weight", (fs, d)),
+                                    "down": t(p + "mlp.shared_experts.down_proj.weight", (d, fs))}
+            self.layers.append(lw)
 
     def new_cache(self) -> KVCache:
         return KVCache(self.cfg.num_layers)
@@ -259,9 +331,10 @@ class HFModel:
             if cfg.layout == "qwen2":
                 q, k, v = q + lw["bq"], k + lw["bk"], v + lw["bv"]
             q, k, v = q.reshape(L, H, hd), k.reshape(L, Hkv, hd), v.reshape(L, Hkv, hd)
-            if cfg.layout == "qwen3":
+            if cfg.layout in ("qwen3", "llada2"):
                 q, k = rms_norm(q, lw["q_norm"], eps), rms_norm(k, lw["k_norm"], eps)
-            q, k = rope(q, pos, cfg.rope_theta), rope(k, pos, cfg.rope_theta)
+            q = rope(q, pos, cfg.rope_theta, cfg.rotary_dim)
+            k = rope(k, pos, cfg.rope_theta, cfg.rotary_dim)
             if cache is not None and cache.k[li] is not None:
                 keys = np.concatenate([cache.k[li], k])
                 vals = np.concatenate([cache.v[li], v])
@@ -277,8 +350,9 @@ class HFModel:
             a = np.einsum("hqk,khd->qhd", p, vals[:, kv_of]).reshape(L, H * hd)
             x = x + a @ lw["wo"].T
             h = rms_norm(x, lw["post_norm"], eps)
-            if cfg.moe is not None:
-                x = x + moe_ffn(h, lw["router"], lw["experts"], cfg.moe, moe_stats)
+            if "router" in lw:
+                x = x + moe_ffn(h, lw["router"], lw["experts"], cfg.moe, moe_stats,
+                                lw.get("bias"), lw.get("shared"))
                 continue
             g, u = h @ lw["gate"].T, h @ lw["up"].T
             x = x + ((g / (1 + np.exp(-g))) * u) @ lw["down"].T             # silu(gate) * up

@@ -44,6 +44,11 @@ struct BlockParams {
   // prefill or stores, the same tokens. true: SDAR's schedule: one prefill forward and one clean
   // store forward per finished block (store_kv=True), the reference's NFE.
   bool separate_store = false;
+  // true (SDAR generate.py): a step's quota (the schedule's entry) may exceed the masks left in
+  // the block, and "the quota most confident" then re-commits decoded (or prompt) slots (the
+  // over-commit quirk). false (LLaDA 2.x generate: top-min(quota, masks)): the quota is capped at
+  // the masks left. The factory sets false for llada2-moe models.
+  bool overcommit = true;
   // SDAR's stopping_criteria_idx: generation ends after the first block whose commit puts one of
   // these ids into the generated part (the model's EOS/EOT by default, from the factory).
   std::vector<int32_t> stop_ids;

@@ -163,7 +163,7 @@ StatusOr<const BatchPlan*> BlockDiffusionDecoder::Plan() {
       const int64_t quota =
           block_step_ < params_.denoising_steps ? schedule_[static_cast<size_t>(block_step_)] : 1;
       // Unmasked rows are needed only when the quota can reach them (the edge case).
-      const bool all_rows = quota > MaskedInBlock() &&
+      const bool all_rows = params_.overcommit && quota > MaskedInBlock() &&
                             params_.remasking != BlockRemasking::kSequential &&
                             params_.remasking != BlockRemasking::kEntropyBounded;
       for (int64_t j = 0; j < b; ++j) {
@@ -246,8 +246,11 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
     }
   }
   const int64_t masked = MaskedInBlock();
-  const int64_t quota =
+  const int64_t scheduled =
       block_step_ < params_.denoising_steps ? schedule_[static_cast<size_t>(block_step_)] : 1;
+  // SDAR's quirk: the quota may exceed the masks left and re-commit decoded slots; LLaDA 2.x
+  // caps it at the masks left (overcommit false).
+  const int64_t quota = params_.overcommit ? scheduled : std::min(scheduled, masked);
   std::vector<int32_t> chosen;
   switch (params_.remasking) {
     case BlockRemasking::kSequential: {

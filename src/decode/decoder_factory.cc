@@ -407,6 +407,12 @@ StatusOr<BlockParams> SettleBlockParams(const DecoderModel& model, const DecodeO
   } else if (!Given(o, "denoising_steps")) {
     p.denoising_steps = p.block_length;  // SDAR's default: one token per step (4 for block 4)
   }
+  if (c.architecture == "llada2-moe") {
+    // LLaDA 2.x's generate (MODELS.md §3.4): threshold 0.95 with the top-quota fallback, the
+    // quota capped at the masks left.
+    p.overcommit = false;
+    p.confidence_threshold = 0.95;
+  }
   if (Given(o, "threshold")) p.confidence_threshold = o.diffusion.threshold;
   p.temperature = o.diffusion.temperature;
   p.seed = o.diffusion.seed;

@@ -43,16 +43,25 @@ constexpr ArchTraits kArchs[] = {
     // SDAR-MoE (JetAstra SDAR-30B-A3B; MODELS.md §4): the Qwen3-MoE body with block-causal
     // attention. llama.cpp has no such architecture; the name is unmask's (provisional).
     {"sdar-moe", AttentionKind::kBlockCausal, RopeLayout::kNeox},
+    // LLaDA 2.x (inclusionAI LLaDA2.0/2.1-mini/-flash, HF LLaDA2MoeModelLM; MODELS.md §3): block
+    // diffusion (block 32) on a BailingMoeV2 body: q/k RMSNorm, partial NEOX RoPE
+    // (rope.dimension_count), leading dense layers, sigmoid routing with a selection bias and
+    // group-limited top-k, renormalised (+1e-20) and scaled, shared experts. llama.cpp has no
+    // such architecture yet (its PR #17454 is open); the name and the keys, llama.cpp's
+    // bailingmoe2 ones, are unmask's (provisional).
+    {"llada2-moe", AttentionKind::kBlockCausal, RopeLayout::kNeox},
 };
 
 bool IsMoeArch(std::string_view a) {
-  return a == "llada-moe" || a == "qwen3moe" || a == "sdar-moe";
+  return a == "llada-moe" || a == "qwen3moe" || a == "sdar-moe" || a == "llada2-moe";
 }
 
 // SDAR's released default block size (JetAstra/SDAR README, generate.py block_length).
 constexpr int64_t kSdarDefaultBlockLength = 4;
 // Fast-dLLM v2's bd_size (Efficient-Large-Model/Fast_dLLM_v2_7B config.json).
 constexpr int64_t kFastDllmBlockLength = 32;
+// LLaDA 2.x's block (SGLang python/sglang/srt/dllm/config.py; the HF generate's block_length).
+constexpr int64_t kLlada2BlockLength = 32;
 
 // Upper bounds far above any real model, so that a corrupt header cannot make unmask allocate
 // or compute with absurd sizes before the tensors are checked.
@@ -106,7 +115,13 @@ Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
                            "feed_forward_length (the dense layers' width) is missing");
     }
   }
+  const bool llada2 = c.architecture == "llada2-moe";
   r.normalize = c.architecture != "llada-moe";
+  if (llada2) {
+    // LLaDA2MoeGate: sigmoid scores; the top-k weights divided by (sum + 1e-20) only when k > 1.
+    r.gating = MoeGating::kSigmoid;
+    r.normalize_eps = 1e-20f;
+  }
   if (f.Find(p + "expert_weights_norm")) {
     UNMASK_ASSIGN_OR_RETURN(r.normalize, f.GetBool(p + "expert_weights_norm"));
   }
@@ -130,6 +145,7 @@ Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
       UNMASK_ASSIGN_OR_RETURN(r.groups_used, GetPositive(f, p + "expert_group_used_count"));
     }
   }
+  if (llada2 && r.top_k == 1) r.normalize = false;
   // The routing's constraints, named by their keys.
   const std::string count = p + "expert_count (" + std::to_string(r.num_experts) + ")";
   if (r.top_k > r.num_experts) {
@@ -354,7 +370,10 @@ StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& f) {
     }
   }
   if (c.attention == AttentionKind::kBlockCausal) {
-    c.block_length = c.architecture == "sdar" ? kSdarDefaultBlockLength : kFastDllmBlockLength;
+    c.block_length = c.architecture == "sdar" || c.architecture == "sdar-moe"
+                         ? kSdarDefaultBlockLength
+                     : c.architecture == "llada2-moe" ? kLlada2BlockLength
+                                                      : kFastDllmBlockLength;
     if (f.Find("diffusion.block_length")) {
       UNMASK_ASSIGN_OR_RETURN(c.block_length, GetPositive(f, "diffusion.block_length", kMaxDim));
     }

@@ -107,7 +107,7 @@ struct ModelConfig {
 
 // Reads and validates the hyper-parameters of a llama-family architecture ("llada", "llama",
 // "dream", "qwen2", "qwen3", "sdar", "fast_dllm_v2") or a mixture-of-experts one ("llada-moe",
-// "qwen3moe", "sdar-moe").
+// "qwen3moe", "sdar-moe", "llada2-moe").
 // Errors: NotFound naming a missing required key; InvalidArgument naming an inconsistent value
 // (e.g. head_count not dividing embedding_length, head_count_kv not dividing head_count).
 StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);

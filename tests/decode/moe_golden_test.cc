@@ -1,6 +1,7 @@
-// LLaDA-MoE decoding token for token against the Python reference (scripts/make_moe_goldens.py:
-// LLaDA `generate` over the numpy MoE forward) on the tiny random LLaDA-MoE folders in
-// tests/data/hf, with 1 and 2 threads and both weight modes. Cases were kept only with decision
+// MoE decoding token for token against the Python references (scripts/make_moe_goldens.py):
+// LLaDA-MoE (LLaDA `generate` over the numpy MoE forward) on the tiny random LLaDA-MoE folders in
+// tests/data/hf, with 1 and 2 threads and both weight modes; LLaDA 2.0 (its generate's
+// threshold-with-fallback rule, reference/llada2_generate.py) on the tiny LLaDA 2.x folders. Cases were kept only with decision
 // margins >= 1e-4 and routing margins >= 1e-4 (router probabilities), far above f32 rounding, so
 // a mismatch is a bug.
 #include <gtest/gtest.h>
@@ -10,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/parallel.h"
+#include "decode/decoder_block_diffusion.h"
 #include "decode/decoder_diffusion.h"
+#include "decode/decoder_factory.h"
 #include "engine/engine.h"
 #include "golden_util.h"
 #include "model/loader.h"
@@ -70,12 +73,119 @@ TEST_P(MoeGoldenTest, LladaMoeMatchesThePythonReference) {
   SetNumThreads(0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Goldens, MoeGoldenTest,
-                         ::testing::ValuesIn(testing::GoldenFiles("moe")),
+// The LLaDA-MoE files (a_*, b_*); l2_* are LLaDA 2.0's (Llada2GoldenTest).
+std::vector<std::string> LladaMoeGoldens() {
+  std::vector<std::string> out;
+  for (const std::string& f : testing::GoldenFiles("moe")) {
+    if (f.rfind("l2_", 0) != 0) out.push_back(f);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, MoeGoldenTest, ::testing::ValuesIn(LladaMoeGoldens()),
                          testing::GoldenCaseName);
 
 TEST(MoeGoldenSetTest, GoldenFilesArePresent) {
   EXPECT_GE(testing::GoldenFiles("moe").size(), 8u) << "tests/data/golden/moe is missing";
+}
+
+}  // namespace
+}  // namespace unmask
+
+namespace unmask {
+namespace {
+
+// Runs a block decoder to the end against a one-sequence KV cache (the fused schedule: one
+// forward per denoising step); returns the committed positions of each step that committed.
+std::vector<std::vector<int32_t>> RunBlockDecoder(const Model& m, Decoder& d) {
+  auto kv = m.MakeKvCache(1);
+  EXPECT_TRUE(kv.ok());
+  d.set_kv_seq(0);
+  Workspace ws;
+  std::vector<std::vector<int32_t>> trace;
+  for (int guard = 0; !d.Done() && guard < 10000; ++guard) {
+    auto plan = d.Plan();
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok()) break;
+    const int64_t rows = (*plan)->num_logit_rows();
+    Tensor logits(DType::kF32, {std::max<int64_t>(rows, 1), m.config().vocab_size});
+    TensorView view = logits.view();
+    view.shape = Shape{rows, m.config().vocab_size};
+    EXPECT_TRUE(m.Forward(**plan, &*kv, ws, view, nullptr).ok());
+    DecodeStep step;
+    EXPECT_TRUE(d.Update(view, &step).ok());
+    if (step.committed_positions.empty()) continue;
+    std::vector<int32_t> pos = step.committed_positions;
+    std::sort(pos.begin(), pos.end());
+    trace.push_back(pos);
+  }
+  return trace;
+}
+
+std::vector<std::string> Llada2Goldens() {
+  std::vector<std::string> out;
+  for (const std::string& f : testing::GoldenFiles("moe")) {
+    if (f.rfind("l2_", 0) == 0) out.push_back(f);
+  }
+  return out;
+}
+
+class Llada2GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+// The block decoder with the LLaDA 2.x settings the factory gives llada2-moe models (below)
+// reproduces LLaDA 2.0's generate: the commits of every step, the output, and one forward per
+// denoising step (the reference's NFE: it keeps no cache and never stores).
+TEST_P(Llada2GoldenTest, LowConfidenceWithFallbackMatchesTheReference) {
+  const nlohmann::json g = testing::ReadJson(testing::TestDataPath("golden/moe/" + GetParam()));
+  const LoadedModel& lm = Folder(g.at("checkpoint"), WeightMode::kAuto);
+  ASSERT_EQ(lm.model->config().architecture, "llada2-moe");
+  BlockParams p;
+  p.gen_length = g.at("gen_length");
+  p.block_length = g.at("block_length");
+  p.denoising_steps =
+      std::min(g.at("steps").get<int64_t>(), p.gen_length / g.at("minimal_topk").get<int64_t>());
+  p.remasking = BlockRemasking::kLowConfidenceDynamic;
+  p.confidence_threshold = g.at("threshold");
+  p.overcommit = false;
+  p.stop_ids = g.at("stop_ids").get<std::vector<int32_t>>();
+  const std::vector<int32_t> prompt = g.at("prompt_ids");
+  auto d = BlockDiffusionDecoder::Create(p, g.at("mask_id"), prompt,
+                                         lm.model->config().context_length,
+                                         lm.model->config().vocab_size);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const auto trace = RunBlockDecoder(*lm.model, *d);
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& t : g.at("trace")) want.push_back(t[2].get<std::vector<int32_t>>());
+  EXPECT_EQ(trace, want);
+  EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
+            g.at("output_ids").get<std::vector<int32_t>>());
+  EXPECT_EQ(d->nfe(), g.at("nfe").get<int64_t>());
+  EXPECT_EQ(d->finish(),
+            g.at("first_stop_index").is_null() ? DecodeFinish::kLength : DecodeFinish::kEos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, Llada2GoldenTest, ::testing::ValuesIn(Llada2Goldens()),
+                         testing::GoldenCaseName);
+
+TEST(Llada2DefaultsTest, FactoryGivesTheFamilysRule) {
+  const LoadedModel& lm = Folder("llada2-tiny-bf16", WeightMode::kAuto);
+  DecoderModel dm{&lm.model->config(), {}, "llada2"};
+  DecodeOptions o;
+  o.max_tokens = 64;
+  auto p = SettleBlockParams(dm, o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->block_length, 32);
+  EXPECT_EQ(p->denoising_steps, 32);
+  EXPECT_DOUBLE_EQ(p->confidence_threshold, 0.95);
+  EXPECT_FALSE(p->overcommit);
+  EXPECT_EQ(p->remasking, BlockRemasking::kLowConfidenceDynamic);
+  // SDAR keeps its reference's over-commit.
+  const LoadedModel& sdar = Folder("sdar-moe-tiny-bf16", WeightMode::kAuto);
+  DecoderModel sm{&sdar.model->config(), {}, "sdar"};
+  auto sp = SettleBlockParams(sm, o);
+  ASSERT_TRUE(sp.ok());
+  EXPECT_TRUE(sp->overcommit);
+  EXPECT_DOUBLE_EQ(sp->confidence_threshold, 0.85);
 }
 
 }  // namespace
