@@ -143,7 +143,7 @@ def test_checkpoint_layouts():
             (s.hidden, s.layers, s.heads, s.kv_heads, s.head_dim), name
         assert c.tie_word_embeddings == s.tied and (m.lm_head is m.embed) == s.tied
         assert ("head_dim" in c.raw) == s.write_head_dim
-        assert ("q_norm" in m.layers[0]) == (s.layout == "qwen3")
+        assert ("q_norm" in m.layers[0]) == (s.layout in ("qwen3", "llada2"))
         assert ("bq" in m.layers[0]) == (s.layout == "qwen2")
         g = m.generation_config
         assert g["eos_token_id"] == [mh.IM_END, mh.ENDOFTEXT], name

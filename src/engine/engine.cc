@@ -38,6 +38,9 @@ StatusOr<GenerationStats> RunToCompletion(const Model& model, std::span<Decoder*
     stats.forward_ms += step.forward.ms;
     stats.flops += step.forward.flops;
     stats.bytes += step.forward.bytes();
+    stats.moe_layer_forwards += step.forward.moe_layers;
+    stats.experts_hit += step.forward.experts_hit;
+    stats.expert_bytes += step.forward.expert_bytes;
     stats.forward_positions += step.forward.num_positions;
     stats.decode_ms += step.decode_ms;
     stats.plan_ms += step.plan_ms;

@@ -41,6 +41,10 @@ struct GenerationStats {
   double total_ms = 0;            // wall time of the whole run
   double flops = 0;               // FLOPs of the forwards (ModelConfig::ForwardFlops)
   double bytes = 0;               // bytes the forwards moved (ForwardStats::bytes)
+  // Mixture-of-experts models (zeros for dense ones), summed over the forwards:
+  int64_t moe_layer_forwards = 0;  // MoE layers run (ForwardStats::moe_layers)
+  int64_t experts_hit = 0;         // distinct experts with rows, per layer (ForwardStats)
+  double expert_bytes = 0;         // bytes of the hit experts' weights (counted in `bytes`)
   SpeculativeStats speculative;   // AR with a drafter (summed)
   DrafterStats drafter;           // the AR decoders' drafters (summed; zeros without one)
 
@@ -60,6 +64,12 @@ struct GenerationStats {
   double gflops_per_second() const { return forward_ms > 0 ? flops / forward_ms / 1e6 : 0; }
   // FLOPs per byte moved over the whole run (the roofline's x axis).
   double arithmetic_intensity() const { return bytes > 0 ? flops / bytes : 0; }
+  // Mean distinct experts a MoE layer's forward read (0 for dense models).
+  double experts_per_layer_forward() const {
+    return moe_layer_forwards > 0
+               ? static_cast<double>(experts_hit) / static_cast<double>(moe_layer_forwards)
+               : 0;
+  }
 };
 
 // Called after each decoder's Update with its state; returning false stops that decoder

@@ -29,6 +29,12 @@ Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
   r.DeclareCounter("forward_bytes_total",
                    "Bytes the forward passes moved (weights, KV cache, activations)", me);
   r.DeclareGauge("forward_arithmetic_intensity", "FLOPs per byte of the last forward pass", me);
+  r.DeclareCounter("moe_layer_forwards_total",
+                   "Mixture-of-experts layers run, summed over forward passes", me);
+  r.DeclareCounter("moe_experts_hit_total",
+                   "Distinct experts routed to, per MoE layer, summed over forward passes", me);
+  r.DeclareCounter("moe_expert_bytes_total",
+                   "Bytes of routed-expert weights read (the hit experts only)", me);
   r.DeclareCounter(
       "request_nfe_total",
       "Forward passes summed over requests (a batched forward counts once per request)", me);
@@ -290,6 +296,13 @@ void Scheduler::RecordForward(ModelState& ms, const ForwardStats& fs) {
     metrics_->Add("forward_bytes_total", {ms.m.name, ms.engine()}, fs.bytes());
     metrics_->Set("forward_arithmetic_intensity", {ms.m.name, ms.engine()},
                   fs.arithmetic_intensity());
+    if (fs.moe_layers > 0) {
+      metrics_->Add("moe_layer_forwards_total", {ms.m.name, ms.engine()},
+                    static_cast<double>(fs.moe_layers));
+      metrics_->Add("moe_experts_hit_total", {ms.m.name, ms.engine()},
+                    static_cast<double>(fs.experts_hit));
+      metrics_->Add("moe_expert_bytes_total", {ms.m.name, ms.engine()}, fs.expert_bytes);
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   ms.load.running_positions = fs.num_positions;

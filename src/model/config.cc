@@ -179,6 +179,12 @@ int64_t ModelConfig::ActiveFfnWidth(int64_t layer) const {
 
 int64_t ModelConfig::ExpertParameters() const { return 3 * hidden_size * expert_ffn_size; }
 
+double ModelConfig::ExpectedExpertsHit(double positions) const {
+  if (!is_moe() || !(positions > 0)) return 0;
+  const double e = static_cast<double>(num_experts), k = static_cast<double>(routing.top_k);
+  return e * (1.0 - std::pow(1.0 - k / e, positions));
+}
+
 namespace {
 // Parameters of the model; `active`: only those one position multiplies by (top_k experts).
 int64_t CountParameters(const ModelConfig& c, bool active) {

@@ -81,6 +81,10 @@ struct ModelConfig {
   int64_t ActiveParameters() const;
   // Parameters of one routed expert (gate, up and down: 3 * hidden * expert_ffn_size).
   int64_t ExpertParameters() const;
+  // Expected distinct experts one MoE layer reads for `positions` positions routed
+  // independently and uniformly: E (1 - (1 - k / E)^N) (MODELS.md §6.4). Real routing is
+  // correlated, so this is an upper bound; 0 for dense models or N <= 0.
+  double ExpectedExpertsHit(double positions) const;
   // FLOPs (2 per multiply-accumulate) of one forward of ONE sequence of `num_positions` positions
   // with logits for `num_logit_rows` of them. prune_last_layer: the last layer computes queries,
   // attention output and FFN only for the logit rows (keys/values for all), as TransformerModel

@@ -25,6 +25,40 @@ ModelConfig Make(std::string arch, AttentionKind attention, int64_t vocab, int64
 
 constexpr auto kBi = AttentionKind::kBidirectional;
 constexpr auto kCausal = AttentionKind::kCausal;
+constexpr auto kBlock = AttentionKind::kBlockCausal;
+
+// A mixture-of-experts preset: `dense` leading dense layers of width `ffn`, the others `experts`
+// experts of width `expert_ffn` (top-k), a shared expert of width `shared_ffn`.
+struct MoeShape {
+  int64_t head_dim, experts, top_k, expert_ffn, shared_ffn, dense;
+  MoeGating gating;
+  bool normalize;
+  float scale;
+  int64_t groups, groups_used;
+};
+ModelConfig MakeMoe(std::string arch, AttentionKind attention, int64_t vocab, int64_t hidden,
+                    int64_t layers, int64_t heads, int64_t kv_heads, int64_t ffn, int64_t context,
+                    const MoeShape& m) {
+  ModelConfig c = Make(std::move(arch), attention, vocab, hidden, layers, heads, kv_heads, ffn,
+                       context, false);
+  c.head_dim = m.head_dim;
+  c.rope_dim = m.head_dim;
+  c.num_experts = m.experts;
+  c.expert_ffn_size = m.expert_ffn;
+  c.shared_expert_ffn_size = m.shared_ffn;
+  c.leading_dense_layers = m.dense;
+  c.routing.num_experts = m.experts;
+  c.routing.top_k = m.top_k;
+  c.routing.gating = m.gating;
+  c.routing.normalize = m.normalize;
+  c.routing.scale = m.scale;
+  c.routing.num_groups = m.groups;
+  c.routing.groups_used = m.groups_used;
+  if (attention == AttentionKind::kBlockCausal) c.block_length = 32;
+  return c;
+}
+constexpr auto kSoftmax = MoeGating::kSoftmax;
+constexpr auto kSigmoid = MoeGating::kSigmoid;
 
 }  // namespace
 
@@ -50,6 +84,34 @@ const std::vector<ModelPreset>& ModelPresets() {
        "meta-llama/Llama-3.2-1B config.json (a draft model for llama-3-8b): 16 layers, hidden "
        "2048, 32 heads / 8 KV heads, intermediate 8192, vocab 128256, tied embeddings",
        Make("llama", kCausal, 128256, 2048, 16, 32, 8, 8192, 131072, true)},
+      {"llada-moe-7b-a1b",
+       "inclusionAI/LLaDA-MoE-7B-A1B (MODELS.md §2.1; config values UNVERIFIED, from a "
+       "third-party copy; the size matches the 14.7 GB checkpoint): 16 layers, hidden 2048, 16 "
+       "heads (MHA, head_dim 128), 64 experts of width 1024, top-8 softmax without "
+       "renormalisation, every layer MoE, vocab 157184, untied",
+       MakeMoe("llada-moe", kBi, 157184, 2048, 16, 16, 16, 0, 8192,
+               {128, 64, 8, 1024, 0, 0, kSoftmax, false, 1.0f, 1, 1})},
+      {"llada2.0-mini",
+       "inclusionAI/LLaDA2.0-mini / LLaDA2.1-mini config.json (MODELS.md §3.1): 20 layers, "
+       "hidden 2048, 16 heads / 4 KV heads (head_dim 128), layer 0 dense (5120), 256 experts "
+       "of width 512, top-8 sigmoid with groups 4 of 8, renormalised, x2.5, one shared expert "
+       "(512), vocab 157184, untied, block 32",
+       MakeMoe("llada2-moe", kBlock, 157184, 2048, 20, 16, 4, 5120, 32768,
+               {128, 256, 8, 512, 512, 1, kSigmoid, true, 2.5f, 8, 4})},
+      {"llada2.0-flash",
+       "inclusionAI/LLaDA2.0-flash (MODELS.md §3.1; shapes UNVERIFIED, the dense width a guess; "
+       "they give ~103 B parameters, ~6 B active, as the model card's 100B-A6B): 32 layers, "
+       "hidden 4096, 32 heads / 4 KV heads (head_dim 128), layer 0 dense (9216), 256 experts of "
+       "width 1024, top-8 sigmoid with groups 4 of 8, renormalised, x2.5, one shared expert "
+       "(1024), vocab 157184, untied, block 32",
+       MakeMoe("llada2-moe", kBlock, 157184, 4096, 32, 32, 4, 9216, 32768,
+               {128, 256, 8, 1024, 1024, 1, kSigmoid, true, 2.5f, 8, 4})},
+      {"qwen3-30b-a3b",
+       "Qwen/Qwen3-30B-A3B (the AR comparison for the MoE dLLMs; MODELS.md §4): 48 layers, "
+       "hidden 2048, 32 heads / 4 KV heads (head_dim 128), 128 experts of width 768, top-8 "
+       "softmax renormalised, vocab 151936, untied",
+       MakeMoe("qwen3moe", kCausal, 151936, 2048, 48, 32, 4, 0, 40960,
+               {128, 128, 8, 768, 0, 0, kSoftmax, true, 1.0f, 1, 1})},
   };
   return presets;
 }

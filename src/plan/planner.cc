@@ -20,8 +20,11 @@ struct Costing {
   const ModelConfig& model;
   const MachineRates& machine;
   int64_t batch;
-  double weight_bytes;
+  double weight_bytes;  // every weight but the routed experts (all of them for dense models)
+  double expert_bytes;  // one routed expert's weights (0 for dense models)
   Projection* p;
+  double moe_layer_forwards = 0;  // for the mean experts hit
+  double experts_hit = 0;
   double compute_ms = 0;  // time of compute-bound forwards
   double total_ms = 0;
 
@@ -32,8 +35,17 @@ struct Costing {
     // (full-canvas and block-causal alike); AR forwards are costed unpruned.
     const bool prune = model.needs_mask_token();
     const double flops = b * model.ForwardFlops(positions, logit_rows, prune, cached);
+    // Routed experts: those the batch's positions are expected to reach, in every MoE layer.
+    double experts = 0;
+    if (model.is_moe()) {
+      const double hit = model.ExpectedExpertsHit(b * static_cast<double>(positions));
+      const double layers = static_cast<double>(model.num_layers - model.leading_dense_layers);
+      experts = layers * hit * expert_bytes;
+      moe_layer_forwards += layers;
+      experts_hit += layers * hit;
+    }
     const double bytes =
-        weight_bytes +
+        weight_bytes + experts +
         b * (model.ForwardKvBytes(positions, cached, writes_cache, machine.kv_bytes_per_element) +
              model.ForwardActivationBytes(positions, logit_rows,
                                           machine.activation_bytes_per_element));
@@ -42,6 +54,7 @@ struct Costing {
     const double ms = std::max(t_compute, t_memory) + machine.overhead_ms;
     p->flops += flops;
     p->bytes += bytes;
+    p->expert_bytes += experts;
     total_ms += ms;
     if (t_compute > t_memory) compute_ms += ms;
     return ms;
@@ -222,6 +235,13 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   p.batch = batch;
   const double weight_bytes =
       static_cast<double>(model.NumParameters()) * machine.weight_bytes_per_parameter;
+  const double expert_bytes =
+      model.is_moe()
+          ? static_cast<double>(model.ExpertParameters()) * machine.weight_bytes_per_parameter
+          : 0.0;
+  const double all_experts =
+      expert_bytes * static_cast<double>(model.num_experts) *
+      static_cast<double>(model.is_moe() ? model.num_layers - model.leading_dense_layers : 0);
   const bool block = engine.block_diffusion();
   const int64_t n = engine.diffusion() || block ? engine.block_length : 1;
   // Block diffusion: the canvas ends with the block holding prompt + output (blocks aligned to
@@ -235,7 +255,10 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   // attention output, the FFN's gate/up and activation for every position fed, and f32 logits
   // for the rows scored (a block, or the prompt's last row and the drafts).
   const double d = static_cast<double>(model.hidden_size);
-  const double f = static_cast<double>(model.ffn_size);
+  double f = 0;  // the widest FFN a position runs through
+  for (int64_t l = 0; l < model.num_layers; ++l) {
+    f = std::max(f, static_cast<double>(model.ActiveFfnWidth(l)));
+  }
   const double fed =
       block ? static_cast<double>(std::max(workload.prompt_length / n * n, n))
             : static_cast<double>(engine.diffusion() ? canvas : workload.prompt_length);
@@ -246,7 +269,7 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   p.fits_memory =
       machine.memory_bytes <= 0 ||
       weight_bytes + static_cast<double>(batch) * (kv + activations) <= machine.memory_bytes;
-  Costing c{model, machine, batch, weight_bytes, &p};
+  Costing c{model, machine, batch, weight_bytes - all_experts, expert_bytes, &p};
   if (block) {
     ProjectBlockDiffusion(engine, workload, c, p);
   } else if (engine.diffusion()) {
@@ -261,6 +284,7 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   p.tokens_per_second =
       1000.0 * static_cast<double>(batch * workload.gen_length) / std::max(p.e2e_ms, 1e-12);
   p.compute_bound_fraction = c.total_ms > 0 ? c.compute_ms / c.total_ms : 0;
+  p.experts_hit_per_layer = c.moe_layer_forwards > 0 ? c.experts_hit / c.moe_layer_forwards : 0;
   return p;
 }
 

@@ -100,13 +100,19 @@ struct Projection {
   double tokens_per_second = 0;   // batch x gen_length / e2e
   double flops = 0;               // per batch run (all forwards)
   double bytes = 0;
+  // Mixture-of-experts models: bytes of routed-expert weights read (counted in `bytes`), and the
+  // mean experts one MoE layer's forward touches (ModelConfig::ExpectedExpertsHit of the
+  // positions the batch feeds it).
+  double expert_bytes = 0;
+  double experts_hit_per_layer = 0;
   double compute_bound_fraction = 0;  // of the forward time spent in compute-bound forwards
   double arithmetic_intensity() const { return bytes > 0 ? flops / bytes : 0; }
 };
 
 // Projects one engine at one batch size (batch >= 1; requests start together and run to the end,
 // a static batch). The model's weights count NumParameters() x weight_bytes_per_parameter once per
-// forward. Errors: InvalidArgument for a bad spec, workload (lengths >= 1) or batch.
+// forward; a mixture-of-experts model's routed experts count only those a forward is expected to
+// touch (ModelConfig::ExpectedExpertsHit of batch x positions fed, per MoE layer). Errors: InvalidArgument for a bad spec, workload (lengths >= 1) or batch.
 StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
                              const Workload& workload, const MachineRates& machine, int64_t batch);
 

@@ -1,4 +1,5 @@
 #include "cli/diffusion_output.h"
+#include "common/moe_report.h"
 
 #include <cstdio>
 #include <vector>
@@ -35,6 +36,7 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
     j["flops"] = stats.flops;
     j["bytes"] = stats.bytes;
     j["arithmetic_intensity"] = stats.arithmetic_intensity();
+    if (m.config().is_moe()) j["moe"] = MoeJson(m.config(), stats);
     j["timings"] = {{"load_ms", load_ms},
                     {"tokenize_ms", tokenize_ms},
                     {"generate_ms", stats.total_ms},
@@ -56,6 +58,9 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
                  stats.tokens_per_second(), static_cast<long long>(stats.nfe),
                  stats.tokens_per_forward(), stats.gflops_per_second(),
                  m.backend().Describe().c_str());
+    if (m.config().is_moe()) {
+      std::fprintf(stderr, "%s\n", MoeSummary(m.config(), stats).c_str());
+    }
   }
   std::fflush(stdout);
   return 0;

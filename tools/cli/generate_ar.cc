@@ -15,6 +15,7 @@
 #include "decode/drafter.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/unicode_util.h"
+#include "common/moe_report.h"
 
 namespace unmask::tools {
 namespace {
@@ -172,6 +173,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     j["flops"] = st.flops;
     j["bytes"] = st.bytes;
     j["arithmetic_intensity"] = st.arithmetic_intensity();
+    if (m.config().is_moe()) j["moe"] = MoeJson(m.config(), st);
     j["timings"] = {{"load_ms", run.load_ms},      {"tokenize_ms", run.tokenize_ms},
                     {"ttft_ms", st.ttft_ms},       {"prefill_ms", st.ttft_ms},
                     {"generate_ms", st.total_ms},  {"forward_ms", st.forward_ms},
@@ -225,6 +227,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                  st.tokens_per_second(), st.decode_tokens_per_second(), st.ttft_ms,
                  static_cast<long long>(st.nfe), st.tokens_per_forward(), spec_info.c_str(),
                  m.backend().Describe().c_str());
+    if (m.config().is_moe()) std::fprintf(stderr, "%s\n", MoeSummary(m.config(), st).c_str());
   }
   std::fflush(stdout);
   return 0;

@@ -78,6 +78,28 @@ int InspectCommand::Run() const {
                 c.rope_layout == RopeLayout::kInterleaved ? "interleaved" : "neox");
     std::printf("  parameters %s (%lld)\n", Human(static_cast<double>(c.NumParameters())).c_str(),
                 static_cast<long long>(c.NumParameters()));
+    if (c.is_moe()) {
+      const MoeRouting& r = c.routing;
+      std::printf("  mixture of experts: %lld experts of width %lld, top-%lld, %s%s%s, scale %g",
+                  static_cast<long long>(c.num_experts),
+                  static_cast<long long>(c.expert_ffn_size), static_cast<long long>(r.top_k),
+                  r.gating == MoeGating::kSoftmax ? "softmax" : "sigmoid",
+                  r.normalize ? ", renormalised" : "",
+                  r.num_groups > 1 ? (", groups " + std::to_string(r.groups_used) + " of " +
+                                      std::to_string(r.num_groups))
+                                         .c_str()
+                                   : "",
+                  static_cast<double>(r.scale));
+      if (c.shared_expert_ffn_size > 0) {
+        std::printf(", shared expert width %lld", static_cast<long long>(c.shared_expert_ffn_size));
+      }
+      if (c.leading_dense_layers > 0) {
+        std::printf(", %lld leading dense layer(s)", static_cast<long long>(c.leading_dense_layers));
+      }
+      std::printf("\n  active parameters per position %s (%lld)\n",
+                  Human(static_cast<double>(c.ActiveParameters())).c_str(),
+                  static_cast<long long>(c.ActiveParameters()));
+    }
   } else {
     std::printf("architecture: not runnable by unmask: %s\n", config_or.status().message().c_str());
   }

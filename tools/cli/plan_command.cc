@@ -126,15 +126,8 @@ int PlanCommand::Run() const {
     }
     auto m = ResolveModel(spec);
     if (!m.ok()) return FailWith(kWho, m.status());
-    // A block-causal model would otherwise land in the AR slot (is_diffusion() is false for it).
-    if (m->config.is_block_diffusion()) {
-      return FailWith(kWho, InvalidArgumentError(
-                                "--model: " + m->name + " is a block-diffusion model (" +
-                                m->config.architecture +
-                                "); `unmask plan` projects AR and full-canvas diffusion models "
-                                "(`unmask bench arena --block-model` measures block diffusion)"));
-    }
-    PlanModel& slot = m->config.is_diffusion() ? in.diffusion : in.ar;
+    PlanModel& slot =
+        m->config.is_diffusion() || m->config.is_block_diffusion() ? in.diffusion : in.ar;
     if (!slot.name.empty()) {
       return FailWith(
           kWho, InvalidArgumentError("--model: give at most one diffusion and one AR model (" +
@@ -165,8 +158,15 @@ int PlanCommand::Run() const {
   in.workload = {prompt_length, gen_length};
   in.batches = batches;
   in.latency_target_ms = latency_target_ms;
-  in.engines =
-      DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max, tokens_per_verify);
+  const bool block_model = in.diffusion.config.is_block_diffusion();
+  // A block model decodes with its own attention block (the --block-length flag is the
+  // full-canvas engines').
+  in.engines = block_model ? BlockPlanEngines(in.diffusion.config.block_length,
+                                              std::min<double>(fast_tokens_per_forward,
+                                                               in.diffusion.config.block_length),
+                                              draft_max, tokens_per_verify)
+                           : DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max,
+                                                tokens_per_verify);
   for (const plan::EngineSpec& e : in.engines) {
     if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return FailWith(kWho, s);
   }

@@ -27,7 +27,7 @@ std::string Rate(double v) { return Fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); }
 // `unmask plan`'s engine sets hold AR-family and full-canvas diffusion engines only (plan_command
 // refuses block-diffusion models; the arena projects its block rows itself, without this report).
 const PlanModel& ModelOf(const PlanInputs& in, const plan::EngineSpec& e) {
-  return e.diffusion() ? in.diffusion : in.ar;
+  return e.diffusion() || e.block_diffusion() ? in.diffusion : in.ar;
 }
 
 std::string Describe(const PlanModel& m) {
@@ -109,6 +109,22 @@ std::vector<plan::EngineSpec> DefaultPlanEngines(int64_t block_length, double fa
   return {ar, spec, exact, fast};
 }
 
+std::vector<plan::EngineSpec> BlockPlanEngines(int64_t block_length, double block_k,
+                                               int64_t draft_max, double tokens_per_verify) {
+  std::vector<plan::EngineSpec> engines =
+      DefaultPlanEngines(block_length, block_k, draft_max, tokens_per_verify);
+  engines.resize(2);  // ar, ar+spec
+  engines.push_back({.name = "block-exact",
+                     .kind = plan::EngineKind::kBlockDiffusion,
+                     .block_length = block_length,
+                     .tokens_per_forward = 1});
+  engines.push_back({.name = "block-threshold",
+                     .kind = plan::EngineKind::kBlockDiffusion,
+                     .block_length = block_length,
+                     .tokens_per_forward = block_k});
+  return engines;
+}
+
 std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string& dtype,
                                          double overhead_ms) {
   std::vector<std::string> a = {
@@ -125,7 +141,9 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
       "elementwise ops not counted",
       "bytes: the weights once per forward (" + dtype +
           ") + KV cache read and written + activations (" + (dtype == "f32" ? "f32" : "16-bit") +
-          ")",
+          "); mixture-of-experts models read only the routed experts a forward is expected to "
+          "touch: E (1 - (1 - k/E)^N) per MoE layer for N positions fed by the batch (uniform, "
+          "independent routing: an upper bound; MODELS.md §6.4)",
       "AR: the prompt in one forward (TTFT), then one token per forward per request",
       "tokens/s counts output tokens of the whole batch; TPOT = (E2E - TTFT) / (output - 1); "
       "$/M tokens = price per hour / (tokens/s x 3600) x 1e6 (SERVING.md §4.5); "
@@ -141,6 +159,11 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
                   "Llama-3.1-8B with a 1B drafter, SERVING.md §3); drafts cost " +
                   (e.draft_cost > 0 ? Fixed(e.draft_cost, 2) + " of a target forward each"
                                     : std::string("nothing (prompt lookup)")));
+    } else if (e.block_diffusion()) {
+      a.push_back(e.name + ": block-causal attention over blocks of " +
+                  std::to_string(e.block_length) + ", " + Fixed(e.tokens_per_forward, 2) +
+                  " tokens committed per forward, a KV cache of the finished blocks, the fused "
+                  "schedule (each block's first forward writes the K/V of the block before)");
     } else if (e.diffusion()) {
       if (in.workload.gen_length % e.block_length != 0) {
         a.push_back(e.name + ": the canvas is the output rounded up to a multiple of the block (" +
@@ -275,6 +298,8 @@ nlohmann::json PlanJson(const plan::Hardware& hw, const plan::MachineRates& rate
                     {"flops", p.flops},
                     {"bytes", p.bytes},
                     {"arithmetic_intensity", p.arithmetic_intensity()},
+                    {"expert_bytes", p.expert_bytes},
+                    {"experts_hit_per_layer", p.experts_hit_per_layer},
                     {"compute_bound_fraction", p.compute_bound_fraction},
                     {"usd_per_million_tokens",
                      std::isfinite(plan::UsdPerMillionTokens(price, p.tokens_per_second))

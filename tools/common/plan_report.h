@@ -38,6 +38,10 @@ void CompleteModelPair(PlanInputs& in);
 
 // ar, ar+spec (prompt-lookup drafts: free), diffusion-exact (1 token per forward, no cache),
 // diffusion-fast (dual cache, k tokens per forward).
+// With a block-diffusion model: ar, ar+spec, block-exact (one token per forward) and
+// block-threshold (`block_k` tokens per forward, the threshold decoders' measured rate).
+std::vector<plan::EngineSpec> BlockPlanEngines(int64_t block_length, double block_k,
+                                               int64_t draft_max, double tokens_per_verify);
 std::vector<plan::EngineSpec> DefaultPlanEngines(int64_t block_length, double fast_k,
                                                  int64_t draft_max, double tokens_per_verify);
 
