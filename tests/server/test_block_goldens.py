@@ -10,7 +10,8 @@ checked whole (SDAR cases with separate_store, SDAR's own schedule) and streamed
 fused schedule; the deltas joined), with x_unmask.engine and x_unmask.nfe (the reference's
 forwards; fewer when the served text ends at a stop id, where the server stops). Then all cases of
 a checkpoint at once from threads (batched step by step by the server, fused schedule) must give
-the same texts. Prints one line per check; exits 1 if any check failed.
+the same texts. The SDAR-MoE checkpoint's cases run the same way, and its routing counters must
+reach /metrics. Prints one line per check; exits 1 if any check failed.
 
   .venv/bin/python tests/server/test_block_goldens.py --unmask build/release/unmask
 """
@@ -30,7 +31,7 @@ from client_util import check, run_tests, x_unmask  # noqa: E402
 
 GOLDENS = os.path.join(ROOT, "tests", "data", "golden", "block")
 HF = os.path.join(ROOT, "tests", "data", "hf")
-SERVED = ("sdar-tiny-f32", "fastdllm-v2-tiny")
+SERVED = ("sdar-tiny-f32", "fastdllm-v2-tiny", "sdar-moe-tiny-bf16")
 STOPS = (1000, 1002)  # <|endoftext|>, <|im_end|>: the folders' eos / eot
 
 
@@ -119,6 +120,20 @@ def concurrent_requests_match(url, client):
               f"{text!r} != {want!r}")
 
 
+def moe_metrics(url, client):
+    """The MoE checkpoint's routing counters reach /metrics (unmask:moe_*)."""
+    import urllib.request
+    text = urllib.request.urlopen(url + "/metrics").read().decode()
+    for name in ("moe_layer_forwards_total", "moe_experts_hit_total", "moe_expert_bytes_total"):
+        lines = [ln for ln in text.splitlines()
+                 if ln.startswith(f"unmask:{name}{{") and 'model="sdar-moe-tiny-bf16"' in ln]
+        check(len(lines) == 1 and float(lines[0].split()[-1]) > 0,
+              f"/metrics has unmask:{name} > 0 for the MoE checkpoint", lines)
+    dense = [ln for ln in text.splitlines()
+             if ln.startswith("unmask:moe_experts_hit_total{") and "sdar-tiny-f32" in ln]
+    check(not dense, "no MoE counters for the dense checkpoints", dense)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--unmask", required=True)
@@ -126,7 +141,7 @@ def main():
     server_args = []
     for name in SERVED:
         server_args += ["-m", os.path.join(HF, name)]
-    tests = [make_case_test(g) for g in cases()] + [concurrent_requests_match]
+    tests = [make_case_test(g) for g in cases()] + [concurrent_requests_match, moe_metrics]
     sys.exit(run_tests(args.unmask, server_args + ["-t", "1", "--max-batch", "8"], tests))
 
 
