@@ -141,6 +141,38 @@ L2_CASES = [
 ]
 
 
+@dataclass
+class JointCase:
+    name: str
+    ckpt: str
+    prompt_len: int
+    params: l2.JointParams
+    note: str = ""
+    require: tuple = ()      # "edits": some T2T edit happens; "stop": early stop
+
+
+def _j(**kw) -> l2.JointParams:
+    base = dict(gen_length=32, block_length=32, threshold=0.5, edit_threshold=0.0,
+                max_post_edit_steps=16, stop_ids=[mh.IM_END, mh.ENDOFTEXT])
+    base.update(kw)
+    return l2.JointParams(**base)
+
+
+JOINT_CASES = [
+    JointCase("j21_default_lp5", C, 5, _j(), "SGLang's defaults: threshold 0.5, edits at any p",
+              require=("edits",)),
+    JointCase("j21_edit06_b16_lp9", C, 9, _j(block_length=16, edit_threshold=0.6,
+                                              gen_length=32), "edits need p > 0.6"),
+    JointCase("j21_b8_post2_lp7", C, 7, _j(block_length=8, threshold=0.3,
+                                            max_post_edit_steps=2, gen_length=24),
+              "block 8, edit budget 2", require=("edits",)),
+    JointCase("j21_lp40_prefix", C, 40, _j(gen_length=16), "prompt past one block"),
+    JointCase("j21_top1_b8_lp6", D, 6, _j(block_length=8, threshold=0.7, gen_length=16,
+                                          max_post_edit_steps=4), "top-1 checkpoint",
+              require=("edits",)),
+]
+
+
 def _prompt(case, attempt: int) -> list[int]:
     rng = np.random.default_rng([zlib.crc32(case.name.encode()), attempt])
     return [mh.ENDOFTEXT] + [int(v) for v in rng.integers(0, mh.NUM_TEXT_IDS, case.prompt_len - 1)]
@@ -233,7 +265,54 @@ def run_l2_case(case: L2Case, models, models32) -> tuple[dict, dict]:
     raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
 
 
-def readme(done, l2_done) -> str:
+def run_joint_case(case: JointCase, models, models32) -> tuple[dict, dict]:
+    m, m32 = models[case.ckpt].m, models32[case.ckpt].m
+    rejected = []
+    for attempt in range(MAX_ATTEMPTS):
+        prompt = _prompt(case, attempt)
+        stats: dict = {}
+        fwd = m.forward
+        m.forward = lambda *a, **k: fwd(*a, moe_stats=stats, **k)
+        try:
+            r = l2.generate_joint(m, prompt, case.params, mh.MASK)
+        finally:
+            m.forward = fwd
+        why = None
+        if r.min_decision_margin < MIN_MARGIN:
+            why = f"margin {r.min_decision_margin:.2e}"
+        elif stats["min_route_margin"] < MIN_ROUTE_MARGIN:
+            why = f"routing margin {stats['min_route_margin']:.2e}"
+        elif r.committed_mask_id:
+            why = "committed the mask id"
+        elif len(set(r.output_ids) - {mh.MASK}) < MIN_DISTINCT:
+            why = "output nearly constant"
+        elif "edits" in case.require and r.edits == 0:
+            why = "no token was edited"
+        elif "stop" in case.require and r.first_stop_index is None:
+            why = "no early stop"
+        if why is None:
+            r32 = l2.generate_joint(m32, prompt, case.params, mh.MASK)
+            if (r32.output_ids, r32.trace) != (r.output_ids, r.trace):
+                why = "float32 forward gives other tokens"
+        if why is not None:
+            rejected.append(f"attempt {attempt}: {why}")
+            continue
+        p = case.params
+        golden = {
+            "case": case.name, "algorithm": "llada21_joint_threshold", "checkpoint": case.ckpt,
+            "prompt_ids": prompt, "mask_id": mh.MASK, "gen_length": p.gen_length,
+            "block_length": p.block_length, "threshold": p.threshold,
+            "edit_threshold": p.edit_threshold, "max_post_edit_steps": p.max_post_edit_steps,
+            "temperature": 0.0, "stop_ids": list(p.stop_ids), "output_ids": r.output_ids,
+            "nfe": r.nfe, "edits": r.edits, "first_stop_index": r.first_stop_index,
+            "trace": r.trace, "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
+            "min_route_margin": float(f"{stats['min_route_margin']:.6g}"),
+        }
+        return golden, {"attempt": attempt, "rejected": rejected}
+    raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
+
+
+def readme(done, l2_done, joint_done=()) -> str:
     rows = "\n".join(
         f"| `{c.name}` | {c.ckpt} | {len(g['prompt_ids'])} | {g['gen_length']} | {g['steps']} | "
         f"{g['block_length']} | {g['temperature']} | {g['cfg_scale']} | {g['remasking']} | "
@@ -244,6 +323,11 @@ def readme(done, l2_done) -> str:
         f"{g['block_length']} | {g['steps']} | {g['threshold']} | {g['nfe']} | "
         f"{g['first_stop_index']} | {g['min_decision_margin']:.3g} | "
         f"{g['min_route_margin']:.3g} | {c.note} |" for c, g, _ in l2_done)
+    j_rows = "\n".join(
+        f"| `{c.name}` | {c.ckpt} | {len(g['prompt_ids'])} | {g['gen_length']} | "
+        f"{g['block_length']} | {g['threshold']} | {g['edit_threshold']} | "
+        f"{g['max_post_edit_steps']} | {g['nfe']} | {g['edits']} | "
+        f"{g['min_decision_margin']:.3g} | {c.note} |" for c, g, _ in joint_done)
     return f"""# MoE decoding goldens (LLaDA-MoE, LLaDA 2.0)
 
 Made by `scripts/make_moe_goldens.py` (do not edit by hand):
@@ -279,6 +363,19 @@ ids that end generation after their block (the tokenizer's eos and eot).
 | case | checkpoint | prompt | gen | block | steps | threshold | nfe | stop at | margin | route margin | note |
 |---|---|---|---|---|---|---|---|---|---|---|---|
 {l2_rows}
+
+## LLaDA 2.1 token editing (`j21_*.json`, `"algorithm": "llada21_joint_threshold"`)
+
+scripts/reference/llada2_generate.py `generate_joint` (SGLang's JointThreshold at temperature 0,
+no 2-gram penalty): per block, every masked slot with p > `threshold` (else the most confident
+one) plus every decoded non-prompt slot whose argmax differs with p > `edit_threshold`; once the
+block has no masks, up to `max_post_edit_steps` editing steps; the block ends at the first step
+that writes nothing. `edits`: T2T rewrites over the run; `trace` lists every written position
+(M2T and T2T) per step; `nfe`: forwards run.
+
+| case | checkpoint | prompt | gen | block | threshold | edit threshold | post-edit steps | nfe | edits | margin | note |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+{j_rows}
 """
 
 
@@ -306,7 +403,16 @@ def build_all(root: str, progress: bool = True) -> dict[str, bytes]:
             print(f"  {case.name}: nfe {gold['nfe']} stop {gold['first_stop_index']} margin "
                   f"{gold['min_decision_margin']:.3g} route {gold['min_route_margin']:.3g} "
                   f"(attempt {info['attempt']})", file=sys.stderr)
-    files[f"{OUT_DIR}/README.md"] = readme(done, l2_done).encode()
+    joint_done = []
+    for case in JOINT_CASES:
+        gold, info = run_joint_case(case, models, models32)
+        files[f"{OUT_DIR}/{case.name}.json"] = mg.render_json(gold).encode()
+        joint_done.append((case, gold, info))
+        if progress:
+            print(f"  {case.name}: nfe {gold['nfe']} edits {gold['edits']} margin "
+                  f"{gold['min_decision_margin']:.3g} (attempt {info['attempt']})",
+                  file=sys.stderr)
+    files[f"{OUT_DIR}/README.md"] = readme(done, l2_done, joint_done).encode()
     return files
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reference LLaDA 2.0 block-diffusion generation (numpy), following the HF remote code's
+"""Reference LLaDA 2.0 block-diffusion generation and LLaDA 2.1 token editing (numpy; the
+latter at the end of the file), following the HF remote code's
 `LLaDA2MoeModelLM.generate` (docs MODELS.md section 3.4; copy read: yks23/Information-Gain-Sampler
 dllm/pipelines/llada2/models/modeling_llada2_moe.py; SGLang's `LowConfidence` algorithm is the
 same rule), batch 1, at temperature 0, on an `hf_model.HFModel` (the LLaDA2 forward with
@@ -113,6 +114,94 @@ def generate(model: HFModel, prompt_ids, p: Llada2Params, mask_id: int) -> Llada
             if np.any(x0[transfer] == mask_id):
                 res.committed_mask_id = True
             res.trace.append([b, i, [lo + int(j) for j in np.flatnonzero(transfer)]])
+            blk[transfer] = x0[transfer]
+        if stops and any(int(t) in stops for t in x[lp:]):
+            break
+    res.output_ids = [int(t) for t in x[lp:]]
+    res.first_stop_index = next((i for i, t in enumerate(res.output_ids) if t in stops), None)
+    res.min_sampling_margin, res.min_selection_margin = m.sampling, m.selection
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# LLaDA 2.1: joint mask-to-token (M2T) and token-to-token (T2T) editing, following SGLang's
+# `JointThreshold` (sgl-project/sglang python/sglang/srt/dllm/algorithm/joint_threshold.py;
+# MODELS.md section 3.5; ALGORITHMS.md section 5.3), batch 1, temperature 0, no 2-gram penalty:
+#   per block (from floor(Lp / B)), with P = the block's slots holding the prompt at its start:
+#     for at most B + max_post_edit_steps iterations:
+#       logits of the block (here: the whole prefix, block-causal); x = argmax; p = softmax[x];
+#       masks left: M2T = masked slots with p > threshold, or (none) the single most confident
+#         masked slot (equal: lower position);
+#       no masks left: post_edit += 1; post_edit > max_post_edit_steps -> the block ends, nothing
+#         written;
+#       T2T = slots not masked, not in P, whose current token != x and p > edit_threshold;
+#       nothing to write -> the block ends; else write x at M2T | T2T.
+#     Stop after the block if a stop id occurs in x[Lp:].
+#   NFE = the forwards run. (SGLang adds one store forward when the last iteration still changed
+#   the block; with a KV cache written by every forward that is the next block's first forward's
+#   job in unmask's fused schedule, so it is not counted here.)
+# Margins: sampling (argmax gaps of written slots), selection (|p - threshold| of masked slots,
+# |p - edit_threshold| of edit candidates, the top-1 fallback's gap).
+
+
+@dataclass
+class JointParams:
+    gen_length: int = 512
+    block_length: int = 32
+    threshold: float = 0.5
+    edit_threshold: float = 0.0
+    max_post_edit_steps: int = 16
+    stop_ids: list = field(default_factory=list)
+
+
+def generate_joint(model: HFModel, prompt_ids, p: JointParams, mask_id: int) -> Llada2Result:
+    B = p.block_length
+    prompt = [int(t) for t in prompt_ids]
+    lp = len(prompt)
+    if lp == 0:
+        raise ValueError("empty prompt")
+    total = (lp + p.gen_length + B - 1) // B * B
+    x = np.full(total, mask_id, dtype=np.int64)
+    x[:lp] = prompt
+    stops = set(int(s) for s in p.stop_ids)
+    res = Llada2Result(output_ids=[], nfe=0)
+    res.edits = 0
+    m = _Margins()
+    for b in range(lp // B, total // B):
+        lo, hi = b * B, (b + 1) * B
+        blk = x[lo:hi]
+        in_prompt = np.arange(lo, hi) < lp
+        post_edit = 0
+        for it in range(B + p.max_post_edit_steps):
+            res.nfe += 1
+            logits = model.forward(x[:hi], np.arange(hi), mask="block", block_length=B)[lo:hi]
+            x0, conf_all, _, gaps = sample_greedy(logits)
+            masked = blk == mask_id
+            transfer = np.zeros(B, dtype=bool)
+            if masked.any():
+                conf = np.where(masked, conf_all, -np.inf)
+                transfer = conf > p.threshold
+                for v in conf_all[masked]:
+                    m.select(float(v) - p.threshold)
+                if not transfer.any():
+                    transfer[top_n(conf, 1)] = True
+                    m.select(_gap_at(np.sort(conf_all[masked])[::-1], 1))
+            else:
+                post_edit += 1
+                if post_edit > p.max_post_edit_steps:
+                    break
+            editable = ~masked & ~in_prompt & (blk != x0)
+            for v in conf_all[editable]:
+                m.select(float(v) - p.edit_threshold)
+            edit = editable & (conf_all > p.edit_threshold)
+            # An edit decision also hangs on the argmax itself (x0 != current token).
+            m.sample(gaps[~masked & ~in_prompt])
+            transfer |= edit
+            if not transfer.any():
+                break
+            m.sample(gaps[transfer])
+            res.edits += int(edit.sum())
+            res.trace.append([b, it, [lo + int(j) for j in np.flatnonzero(transfer)]])
             blk[transfer] = x0[transfer]
         if stops and any(int(t) in stops for t in x[lp:]):
             break

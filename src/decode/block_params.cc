@@ -11,6 +11,7 @@ constexpr std::pair<BlockRemasking, std::string_view> kNames[] = {
     {BlockRemasking::kLowConfidenceStatic, "low_confidence_static"},
     {BlockRemasking::kLowConfidenceDynamic, "low_confidence_dynamic"},
     {BlockRemasking::kEntropyBounded, "entropy_bounded"},
+    {BlockRemasking::kJointThreshold, "joint_threshold"},
 };
 
 }  // namespace
@@ -30,7 +31,8 @@ std::optional<BlockRemasking> BlockRemaskingFromName(std::string_view name) {
 }
 
 std::string_view BlockRemaskingNames() {
-  return "sequential, low_confidence_static, low_confidence_dynamic, entropy_bounded";
+  return "sequential, low_confidence_static, low_confidence_dynamic, entropy_bounded, "
+         "joint_threshold";
 }
 
 Status ValidateBlockParams(const BlockParams& p, int64_t prompt_length, int64_t context_length) {
@@ -51,6 +53,17 @@ Status ValidateBlockParams(const BlockParams& p, int64_t prompt_length, int64_t 
   }
   if (!(p.eb_threshold > 0) || !std::isfinite(p.eb_threshold)) {
     return InvalidArgumentError("eb_threshold must be a finite number > 0");
+  }
+  if (!(p.edit_threshold >= 0 && p.edit_threshold <= 1)) {
+    return InvalidArgumentError("edit_threshold must be in [0, 1]");
+  }
+  if (p.max_post_edit_steps < 0 || p.max_post_edit_steps > 4096) {
+    return InvalidArgumentError("max_post_edit_steps must be in [0, 4096]");
+  }
+  if (p.remasking == BlockRemasking::kJointThreshold && p.temperature > 0) {
+    return InvalidArgumentError(
+        "remasking joint_threshold runs at temperature 0 only (token editing with sampling has "
+        "no reference and no termination guarantee beyond max_post_edit_steps)");
   }
   if (prompt_length < 1) return InvalidArgumentError("the prompt is empty");
   const int64_t canvas = p.num_blocks(prompt_length) * p.block_length;

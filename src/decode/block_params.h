@@ -19,6 +19,13 @@ enum class BlockRemasking {
   kLowConfidenceDynamic,  // "low_confidence_dynamic": all with confidence > threshold when at
                           // least the quota are, else the quota of most confident
   kEntropyBounded,        // "entropy_bounded": lowest-entropy prefix with sum < eb_threshold
+  // "joint_threshold" (LLaDA 2.1's mask-to-token + token-to-token editing; SGLang
+  // dllm/algorithm/joint_threshold.py, MODELS.md §3.5): every masked slot with confidence >
+  // threshold (else the single most confident), plus every decoded non-prompt slot of the block
+  // whose argmax differs from it with confidence > edit_threshold; after the block's masks are
+  // gone, up to max_post_edit_steps editing steps; the block ends at the first step that changes
+  // nothing (or when the edit budget is spent).
+  kJointThreshold,
 };
 std::string_view BlockRemaskingName(BlockRemasking r);
 std::optional<BlockRemasking> BlockRemaskingFromName(std::string_view name);
@@ -36,6 +43,8 @@ struct BlockParams {
   BlockRemasking remasking = BlockRemasking::kLowConfidenceDynamic;
   double confidence_threshold = 0.85;  // low_confidence_dynamic (generate.py default)
   double eb_threshold = 0.35;          // entropy_bounded (generate.py default)
+  double edit_threshold = 0.0;         // joint_threshold: T2T edits need p(argmax) > this
+  int64_t max_post_edit_steps = 16;    // joint_threshold: editing steps after the last mask
   uint64_t seed = 0;                   // temperature > 0
   // false (default): the engine's fused schedule: the clean K/V the cache still lacks (the
   // prompt's whole blocks, then each finished block) is written by the next denoising forward,
@@ -61,7 +70,9 @@ struct BlockParams {
 // InvalidArgument naming the parameter: gen_length < 1, block_length < 1, denoising_steps < 1 or
 // > block_length (a step with quota 0 would commit nothing: SDAR's schedule gives 0 to the steps
 // past block_length), temperature < 0 or not finite, top_k < 0, top_p outside (0, 1],
-// confidence_threshold outside [0, 1], eb_threshold <= 0 or not finite; an empty prompt;
+// confidence_threshold outside [0, 1], eb_threshold <= 0 or not finite, edit_threshold outside
+// [0, 1], max_post_edit_steps outside [0, 4096], joint_threshold with temperature > 0 (editing
+// has no reference for sampling); an empty prompt;
 // OutOfRange when the canvas (whole blocks) exceeds the context length.
 Status ValidateBlockParams(const BlockParams& p, int64_t prompt_length, int64_t context_length);
 

@@ -162,12 +162,16 @@ StatusOr<const BatchPlan*> BlockDiffusionDecoder::Plan() {
     if (phase_ == Phase::kDenoise) {
       const int64_t quota =
           block_step_ < params_.denoising_steps ? schedule_[static_cast<size_t>(block_step_)] : 1;
-      // Unmasked rows are needed only when the quota can reach them (the edge case).
+      // Unmasked rows are needed only when the quota can reach them (the edge case), and for
+      // token editing (every decoded non-prompt slot may be rewritten).
+      const bool joint = params_.remasking == BlockRemasking::kJointThreshold;
       const bool all_rows = params_.overcommit && quota > MaskedInBlock() &&
                             params_.remasking != BlockRemasking::kSequential &&
-                            params_.remasking != BlockRemasking::kEntropyBounded;
+                            params_.remasking != BlockRemasking::kEntropyBounded && !joint;
       for (int64_t j = 0; j < b; ++j) {
-        if (all_rows || canvas_[static_cast<size_t>(BlockStart() + j)] == mask_id_) {
+        const int64_t pos = BlockStart() + j;
+        if (joint ? pos >= prompt_length_
+                  : all_rows || canvas_[static_cast<size_t>(pos)] == mask_id_) {
           plan_rows_.push_back(static_cast<int32_t>(j));
         }
       }
@@ -230,6 +234,8 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
   int32_t* x = canvas_.data() + start;
   std::vector<double> conf(static_cast<size_t>(b), -kInf), entropy(static_cast<size_t>(b), kInf);
   std::vector<int32_t> x0(static_cast<size_t>(b), -1);
+  std::vector<double>& edit_conf = edit_conf_;
+  edit_conf.assign(static_cast<size_t>(b), -kInf);
   std::vector<double> scratch;
   std::vector<int32_t> order;
   const bool want_entropy = params_.remasking == BlockRemasking::kEntropyBounded;
@@ -243,7 +249,12 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
     if (x[j] == mask_id_) {
       conf[static_cast<size_t>(j)] = s.confidence;
       entropy[static_cast<size_t>(j)] = s.entropy;
+    } else {
+      edit_conf[static_cast<size_t>(j)] = s.confidence;  // joint_threshold's T2T
     }
+  }
+  if (params_.remasking == BlockRemasking::kJointThreshold) {
+    return UpdateJoint(x, x0, conf, out);
   }
   const int64_t masked = MaskedInBlock();
   const int64_t scheduled =
@@ -290,6 +301,8 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
       chosen.assign(by_entropy.begin(), by_entropy.begin() + k);
       break;
     }
+    case BlockRemasking::kJointThreshold:  // UpdateJoint
+      break;
   }
   for (int32_t j : chosen) {
     x[j] = x0[static_cast<size_t>(j)];
@@ -304,6 +317,62 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
     }
   }
   return Status::Ok();
+}
+
+// joint_threshold (see block_params.h): M2T + T2T on the block, the post-edit budget, and the
+// block's end at the first step that changes nothing.
+Status BlockDiffusionDecoder::UpdateJoint(int32_t* x, const std::vector<int32_t>& x0,
+                                          const std::vector<double>& conf, DecodeStep& out) {
+  const int64_t b = params_.block_length, start = BlockStart();
+  const int64_t masked = MaskedInBlock();
+  std::vector<int32_t> chosen;
+  bool budget_spent = false;
+  if (masked > 0) {
+    for (int64_t j = 0; j < b; ++j) {
+      if (conf[static_cast<size_t>(j)] > params_.confidence_threshold) {
+        chosen.push_back(static_cast<int32_t>(j));
+      }
+    }
+    if (chosen.empty()) chosen = SelectTopK(conf, 1);
+  } else {
+    budget_spent = ++post_edit_steps_ > params_.max_post_edit_steps;
+  }
+  if (!budget_spent) {
+    for (int64_t j = 0; j < b; ++j) {
+      const size_t u = static_cast<size_t>(j);
+      if (start + j < prompt_length_ || x[j] == mask_id_) continue;
+      if (x0[u] != x[j] && edit_conf_[u] > params_.edit_threshold) {
+        chosen.push_back(static_cast<int32_t>(j));
+      }
+    }
+  }
+  if (budget_spent || chosen.empty()) {
+    // Nothing changed: this forward wrote the block's final K/V, the next block need not re-feed
+    // it.
+    cached_ = start + b;
+    FinishJointBlock();
+    return Status::Ok();
+  }
+  for (int32_t j : chosen) {
+    x[j] = x0[static_cast<size_t>(j)];
+    out.committed_positions.push_back(static_cast<int32_t>(start + j));
+  }
+  ++block_step_;
+  if (block_step_ >= b + params_.max_post_edit_steps) {
+    // The iteration cap with a change in the last step: the block's K/V must be written again
+    // (the separate store forward, or the next block's first forward re-feeds it).
+    if (params_.separate_store) {
+      phase_ = Phase::kStore;
+    } else {
+      FinishJointBlock();
+    }
+  }
+  return Status::Ok();
+}
+
+void BlockDiffusionDecoder::FinishJointBlock() {
+  post_edit_steps_ = 0;
+  Advance();
 }
 
 std::span<const int32_t> BlockDiffusionDecoder::committed() const {

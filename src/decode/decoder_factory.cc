@@ -34,12 +34,13 @@ constexpr std::array<std::string_view, 1> kDiffusionOnly = {"steps"};
 // Dream's sampler only.
 constexpr std::array<std::string_view, 3> kDreamOnly = {"alg", "eps", "alg_temp"};
 // SDAR's decoding only (block-diffusion models).
-constexpr std::array<std::string_view, 3> kBlockDiffusionOnly = {"denoising_steps", "eb_threshold",
-                                                                 "separate_store"};
+constexpr std::array<std::string_view, 5> kBlockDiffusionOnly = {
+    "denoising_steps", "eb_threshold", "separate_store", "edit_threshold", "max_post_edit_steps"};
 // Parameters a block-diffusion model takes (besides the common temperature, seed, max tokens).
-constexpr std::array<std::string_view, 9> kBlockDiffusionUses = {
-    "denoising_steps", "eb_threshold", "remasking", "threshold",     "block_length",
-    "steps",           "top_k",        "top_p",     "separate_store"};
+constexpr std::array<std::string_view, 11> kBlockDiffusionUses = {
+    "denoising_steps", "eb_threshold",   "remasking",          "threshold",
+    "block_length",    "steps",          "top_k",              "top_p",
+    "separate_store",  "edit_threshold", "max_post_edit_steps"};
 // Parameters a Fast-dLLM v2 model takes (besides temperature, seed, max tokens).
 constexpr std::array<std::string_view, 4> kFastDllmV2Uses = {"small_block_size", "block_length",
                                                              "threshold", "top_p"};
@@ -413,6 +414,9 @@ StatusOr<BlockParams> SettleBlockParams(const DecoderModel& model, const DecodeO
     p.overcommit = false;
     p.confidence_threshold = 0.95;
   }
+  if (p.remasking == BlockRemasking::kJointThreshold) {
+    p.confidence_threshold = 0.5;  // SGLang JointThreshold's default (LLaDA 2.1)
+  }
   if (Given(o, "threshold")) p.confidence_threshold = o.diffusion.threshold;
   p.temperature = o.diffusion.temperature;
   p.seed = o.diffusion.seed;
@@ -424,10 +428,18 @@ StatusOr<BlockParams> SettleBlockParams(const DecoderModel& model, const DecodeO
       p.stop_ids.push_back(id);
     }
   }
-  if (p.remasking != BlockRemasking::kLowConfidenceDynamic && Given(o, "threshold")) {
+  if (p.remasking != BlockRemasking::kLowConfidenceDynamic &&
+      p.remasking != BlockRemasking::kJointThreshold && Given(o, "threshold")) {
     return InvalidArgumentError(LabelOf(o, "threshold") + " applies to " + LabelOf(o, "remasking") +
-                                " low_confidence_dynamic, not " +
+                                " low_confidence_dynamic or joint_threshold, not " +
                                 std::string(BlockRemaskingName(p.remasking)));
+  }
+  for (const char* key : {"edit_threshold", "max_post_edit_steps"}) {
+    if (p.remasking != BlockRemasking::kJointThreshold && Given(o, key)) {
+      return InvalidArgumentError(LabelOf(o, key) + " applies to " + LabelOf(o, "remasking") +
+                                  " joint_threshold (LLaDA 2.1 token editing), not " +
+                                  std::string(BlockRemaskingName(p.remasking)));
+    }
   }
   if (p.remasking != BlockRemasking::kEntropyBounded && Given(o, "eb_threshold")) {
     return InvalidArgumentError(LabelOf(o, "eb_threshold") + " applies to " +

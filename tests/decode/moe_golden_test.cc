@@ -73,11 +73,11 @@ TEST_P(MoeGoldenTest, LladaMoeMatchesThePythonReference) {
   SetNumThreads(0);
 }
 
-// The LLaDA-MoE files (a_*, b_*); l2_* are LLaDA 2.0's (Llada2GoldenTest).
+// The LLaDA-MoE files (a_*, b_*); l2_* are LLaDA 2.0's (Llada2GoldenTest), j21_* LLaDA 2.1's.
 std::vector<std::string> LladaMoeGoldens() {
   std::vector<std::string> out;
   for (const std::string& f : testing::GoldenFiles("moe")) {
-    if (f.rfind("l2_", 0) != 0) out.push_back(f);
+    if (f.rfind("l2_", 0) != 0 && f.rfind("j21_", 0) != 0) out.push_back(f);
   }
   return out;
 }
@@ -166,6 +166,75 @@ TEST_P(Llada2GoldenTest, LowConfidenceWithFallbackMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Goldens, Llada2GoldenTest, ::testing::ValuesIn(Llada2Goldens()),
                          testing::GoldenCaseName);
+
+std::vector<std::string> JointGoldens() {
+  std::vector<std::string> out;
+  for (const std::string& f : testing::GoldenFiles("moe")) {
+    if (f.rfind("j21_", 0) == 0) out.push_back(f);
+  }
+  return out;
+}
+
+class Llada21GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+// remasking joint_threshold (LLaDA 2.1's M2T + T2T editing) reproduces the reference: every
+// step's written positions (mask fills and edits), the output and the forward count, under the
+// fused schedule; and the same tokens under SDAR's separate-store schedule.
+TEST_P(Llada21GoldenTest, TokenEditingMatchesTheReference) {
+  const nlohmann::json g = testing::ReadJson(testing::TestDataPath("golden/moe/" + GetParam()));
+  const LoadedModel& lm = Folder(g.at("checkpoint"), WeightMode::kAuto);
+  BlockParams p;
+  p.gen_length = g.at("gen_length");
+  p.block_length = g.at("block_length");
+  p.denoising_steps = p.block_length;
+  p.remasking = BlockRemasking::kJointThreshold;
+  p.confidence_threshold = g.at("threshold");
+  p.edit_threshold = g.at("edit_threshold");
+  p.max_post_edit_steps = g.at("max_post_edit_steps");
+  p.stop_ids = g.at("stop_ids").get<std::vector<int32_t>>();
+  const std::vector<int32_t> prompt = g.at("prompt_ids");
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& t : g.at("trace")) want.push_back(t[2].get<std::vector<int32_t>>());
+  for (const bool separate : {false, true}) {
+    SCOPED_TRACE(separate ? "separate_store" : "fused");
+    p.separate_store = separate;
+    auto d = BlockDiffusionDecoder::Create(p, g.at("mask_id"), prompt,
+                                           lm.model->config().context_length,
+                                           lm.model->config().vocab_size);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(RunBlockDecoder(*lm.model, *d), want);
+    EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
+              g.at("output_ids").get<std::vector<int32_t>>());
+    if (!separate) {
+      EXPECT_EQ(d->nfe(), g.at("nfe").get<int64_t>());
+    }
+    EXPECT_EQ(d->finish(),
+              g.at("first_stop_index").is_null() ? DecodeFinish::kLength : DecodeFinish::kEos);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, Llada21GoldenTest, ::testing::ValuesIn(JointGoldens()),
+                         testing::GoldenCaseName);
+
+TEST(Llada21ParamsTest, JointThresholdRefusesSamplingAndBadBudgets) {
+  BlockParams p;
+  p.gen_length = 8;
+  p.block_length = 8;
+  p.denoising_steps = 8;
+  p.remasking = BlockRemasking::kJointThreshold;
+  const std::vector<int32_t> prompt = {1, 2};
+  EXPECT_TRUE(ValidateBlockParams(p, 2, 64).ok());
+  p.temperature = 0.7;
+  EXPECT_EQ(ValidateBlockParams(p, 2, 64).code(), StatusCode::kInvalidArgument);
+  p.temperature = 0;
+  p.edit_threshold = 1.5;
+  EXPECT_NE(ValidateBlockParams(p, 2, 64).message().find("edit_threshold"), std::string::npos);
+  p.edit_threshold = 0;
+  p.max_post_edit_steps = -1;
+  EXPECT_NE(ValidateBlockParams(p, 2, 64).message().find("max_post_edit_steps"),
+            std::string::npos);
+  EXPECT_EQ(*BlockRemaskingFromName("joint_threshold"), BlockRemasking::kJointThreshold);
+}
 
 TEST(Llada2DefaultsTest, FactoryGivesTheFamilysRule) {
   const LoadedModel& lm = Folder("llada2-tiny-bf16", WeightMode::kAuto);

@@ -166,9 +166,12 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
                  "models (SDAR), by SDAR's names: sequential, low_confidence_static, "
                  "low_confidence_dynamic (default; all above --threshold, at least the step's "
                  "quota), entropy_bounded (lowest-entropy positions while their sum stays below "
-                 "--eb-threshold)")
+                 "--eb-threshold), joint_threshold (LLaDA 2.1: masks above --threshold, default "
+                 "0.5, plus token editing, see --edit-threshold and --max-post-edit-steps; "
+                 "temperature 0 only). LLaDA 2.x models default to low_confidence_dynamic with "
+                 "threshold 0.95 and the quota capped at the masks left (LLaDA 2.0's generate)")
       ->check(CLI::IsMember({"low_confidence", "random", "sequential", "low_confidence_static",
-                             "low_confidence_dynamic", "entropy_bounded"}));
+                             "low_confidence_dynamic", "entropy_bounded", "joint_threshold"}));
   if (request_flags) {
     app.add_option("--denoising-steps", block.denoising_steps,
                    "block-diffusion models (SDAR): denoising steps per block, each committing "
@@ -189,6 +192,18 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
                  "fused schedule, where a block's first denoising forward also writes the K/V of "
                  "the prompt or the block before it: the same tokens, fewer forwards");
   }
+  app.add_option("--edit-threshold", block.edit_threshold,
+                 "block-diffusion models, --remasking joint_threshold (LLaDA 2.1 token editing): "
+                 "a decoded token of the block is rewritten when the model's argmax differs from "
+                 "it with probability above this (0: every disagreement)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--max-post-edit-steps", block.max_post_edit_steps,
+                 "block-diffusion models, --remasking joint_threshold: editing steps a block may "
+                 "take after its last mask is filled (it ends earlier at a step that changes "
+                 "nothing)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   app.add_option("--eb-threshold", block.eb_threshold,
                  "block-diffusion models, --remasking entropy_bounded: commit the lowest-entropy "
                  "masked positions while their summed entropy (nats) stays below this")

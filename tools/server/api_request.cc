@@ -227,6 +227,8 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                                                "remasking",
                                                "denoising_steps",
                                                "eb_threshold",
+                                               "edit_threshold",
+                                               "max_post_edit_steps",
                                                "separate_store",
                                                "small_block_size",
                                                "cache",
@@ -333,6 +335,8 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   if (auto e = ReadInt(j, "denoising_steps", 1, kMaxLen, &r.denoising_steps)) return e;
   if (auto e = ReadInt(j, "small_block_size", 1, kMaxLen, &r.small_block_size)) return e;
   if (auto e = ReadNumber(j, "eb_threshold", 1e-9, 1e6, &r.eb_threshold)) return e;
+  if (auto e = ReadNumber(j, "edit_threshold", 0, 1, &r.edit_threshold)) return e;
+  if (auto e = ReadInt(j, "max_post_edit_steps", 0, 4096, &r.max_post_edit_steps)) return e;
   if (auto e = ReadString(j, "cache", &r.cache)) return e;
   if (auto e = ReadString(j, "commit", &r.commit)) return e;
   if (auto e = ReadNumber(j, "threshold", 1e-9, 1, &r.threshold)) return e;

@@ -190,6 +190,8 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.remasking.has_value(), "remasking");
   add(r.denoising_steps.has_value(), "denoising_steps");
   add(r.eb_threshold.has_value(), "eb_threshold");
+  add(r.edit_threshold.has_value(), "edit_threshold");
+  add(r.max_post_edit_steps.has_value(), "max_post_edit_steps");
   add(r.separate_store.has_value(), "separate_store");
   add(r.small_block_size.has_value(), "small_block_size");
   add(r.cache.has_value(), "cache");
@@ -352,6 +354,8 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   }
   if (r.denoising_steps) g->block.denoising_steps = *r.denoising_steps;
   if (r.eb_threshold) g->block.eb_threshold = *r.eb_threshold;
+  if (r.edit_threshold) g->block.edit_threshold = *r.edit_threshold;
+  if (r.max_post_edit_steps) g->block.max_post_edit_steps = *r.max_post_edit_steps;
   if (r.separate_store) g->block.separate_store = *r.separate_store;
   if (r.small_block_size) g->fast_dllm_v2.small_block_size = *r.small_block_size;
   if (r.cache) {
