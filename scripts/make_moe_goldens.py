@@ -219,7 +219,10 @@ def run_case(case: Case, models, models32) -> tuple[dict, dict]:
     raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
 
 
-def run_l2_case(case: L2Case, models, models32) -> tuple[dict, dict]:
+def _search_block_case(case, models, models32, run, requirement, golden_of):
+    """The first robust attempt of a LLaDA 2.x case: run(model, prompt) -> result (with trace,
+    margins, first_stop_index); requirement(result) -> reason to reject or None; golden_of(prompt,
+    result, route_margin) -> the golden dict."""
     m, m32 = models[case.ckpt].m, models32[case.ckpt].m
     rejected = []
     for attempt in range(MAX_ATTEMPTS):
@@ -228,7 +231,7 @@ def run_l2_case(case: L2Case, models, models32) -> tuple[dict, dict]:
         fwd = m.forward
         m.forward = lambda *a, **k: fwd(*a, moe_stats=stats, **k)
         try:
-            r = l2.generate(m, prompt, case.params, mh.MASK)
+            r = run(m, prompt)
         finally:
             m.forward = fwd
         why = None
@@ -240,65 +243,47 @@ def run_l2_case(case: L2Case, models, models32) -> tuple[dict, dict]:
             why = "committed the mask id"
         elif len(set(r.output_ids) - {mh.MASK}) < MIN_DISTINCT:
             why = "output nearly constant"
-        elif "multi" in case.require and r.multi_commit_steps == 0:
-            why = "no step committed more than its quota"
         elif "stop" in case.require and r.first_stop_index is None:
             why = "no early stop"
+        else:
+            why = requirement(r)
         if why is None:
-            r32 = l2.generate(m32, prompt, case.params, mh.MASK)
+            r32 = run(m32, prompt)
             if (r32.output_ids, r32.trace) != (r.output_ids, r.trace):
                 why = "float32 forward gives other tokens"
         if why is not None:
             rejected.append(f"attempt {attempt}: {why}")
             continue
-        p = case.params
-        golden = {
+        golden = golden_of(prompt, r, float(f"{stats['min_route_margin']:.6g}"))
+        return golden, {"attempt": attempt, "rejected": rejected}
+    raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
+
+
+def run_l2_case(case: L2Case, models, models32) -> tuple[dict, dict]:
+    p = case.params
+
+    def golden(prompt, r, route_margin):
+        return {
             "case": case.name, "algorithm": "llada2_block_diffusion", "checkpoint": case.ckpt,
             "prompt_ids": prompt, "mask_id": mh.MASK, "gen_length": p.gen_length,
             "block_length": p.block_length, "steps": p.steps, "threshold": p.threshold,
             "minimal_topk": p.minimal_topk, "temperature": 0.0, "stop_ids": list(p.stop_ids),
             "output_ids": r.output_ids, "nfe": r.nfe, "first_stop_index": r.first_stop_index,
             "trace": r.trace, "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
-            "min_route_margin": float(f"{stats['min_route_margin']:.6g}"),
+            "min_route_margin": route_margin,
         }
-        return golden, {"attempt": attempt, "rejected": rejected}
-    raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
+
+    return _search_block_case(
+        case, models, models32, lambda m, prompt: l2.generate(m, prompt, p, mh.MASK),
+        lambda r: ("no step committed more than its quota"
+                   if "multi" in case.require and r.multi_commit_steps == 0 else None), golden)
 
 
 def run_joint_case(case: JointCase, models, models32) -> tuple[dict, dict]:
-    m, m32 = models[case.ckpt].m, models32[case.ckpt].m
-    rejected = []
-    for attempt in range(MAX_ATTEMPTS):
-        prompt = _prompt(case, attempt)
-        stats: dict = {}
-        fwd = m.forward
-        m.forward = lambda *a, **k: fwd(*a, moe_stats=stats, **k)
-        try:
-            r = l2.generate_joint(m, prompt, case.params, mh.MASK)
-        finally:
-            m.forward = fwd
-        why = None
-        if r.min_decision_margin < MIN_MARGIN:
-            why = f"margin {r.min_decision_margin:.2e}"
-        elif stats["min_route_margin"] < MIN_ROUTE_MARGIN:
-            why = f"routing margin {stats['min_route_margin']:.2e}"
-        elif r.committed_mask_id:
-            why = "committed the mask id"
-        elif len(set(r.output_ids) - {mh.MASK}) < MIN_DISTINCT:
-            why = "output nearly constant"
-        elif "edits" in case.require and r.edits == 0:
-            why = "no token was edited"
-        elif "stop" in case.require and r.first_stop_index is None:
-            why = "no early stop"
-        if why is None:
-            r32 = l2.generate_joint(m32, prompt, case.params, mh.MASK)
-            if (r32.output_ids, r32.trace) != (r.output_ids, r.trace):
-                why = "float32 forward gives other tokens"
-        if why is not None:
-            rejected.append(f"attempt {attempt}: {why}")
-            continue
-        p = case.params
-        golden = {
+    p = case.params
+
+    def golden(prompt, r, route_margin):
+        return {
             "case": case.name, "algorithm": "llada21_joint_threshold", "checkpoint": case.ckpt,
             "prompt_ids": prompt, "mask_id": mh.MASK, "gen_length": p.gen_length,
             "block_length": p.block_length, "threshold": p.threshold,
@@ -306,10 +291,13 @@ def run_joint_case(case: JointCase, models, models32) -> tuple[dict, dict]:
             "temperature": 0.0, "stop_ids": list(p.stop_ids), "output_ids": r.output_ids,
             "nfe": r.nfe, "edits": r.edits, "first_stop_index": r.first_stop_index,
             "trace": r.trace, "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
-            "min_route_margin": float(f"{stats['min_route_margin']:.6g}"),
+            "min_route_margin": route_margin,
         }
-        return golden, {"attempt": attempt, "rejected": rejected}
-    raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
+
+    return _search_block_case(
+        case, models, models32, lambda m, prompt: l2.generate_joint(m, prompt, p, mh.MASK),
+        lambda r: "no token was edited" if "edits" in case.require and r.edits == 0 else None,
+        golden)
 
 
 def readme(done, l2_done, joint_done=()) -> str:

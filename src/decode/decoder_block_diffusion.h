@@ -118,8 +118,8 @@ class BlockDiffusionDecoder final : public Decoder {
   Status UpdateJoint(int32_t* x, const std::vector<int32_t>& x0, const std::vector<double>& conf,
                      DecodeStep& out);
   void FinishJointBlock();
-  int64_t post_edit_steps_ = 0;     // joint_threshold: editing steps after the block's last mask
-  std::vector<double> edit_conf_;   // joint_threshold: confidences of the decoded slots
+  int64_t post_edit_steps_ = 0;    // joint_threshold: editing steps after the block's last mask
+  std::vector<double> edit_conf_;  // joint_threshold: confidences of the decoded slots
 
   BlockParams params_;
   std::vector<int64_t> schedule_;

@@ -37,10 +37,17 @@ constexpr std::array<std::string_view, 3> kDreamOnly = {"alg", "eps", "alg_temp"
 constexpr std::array<std::string_view, 5> kBlockDiffusionOnly = {
     "denoising_steps", "eb_threshold", "separate_store", "edit_threshold", "max_post_edit_steps"};
 // Parameters a block-diffusion model takes (besides the common temperature, seed, max tokens).
-constexpr std::array<std::string_view, 11> kBlockDiffusionUses = {
-    "denoising_steps", "eb_threshold",   "remasking",          "threshold",
-    "block_length",    "steps",          "top_k",              "top_p",
-    "separate_store",  "edit_threshold", "max_post_edit_steps"};
+constexpr std::array<std::string_view, 11> kBlockDiffusionUses = {"denoising_steps",
+                                                                  "eb_threshold",
+                                                                  "remasking",
+                                                                  "threshold",
+                                                                  "block_length",
+                                                                  "steps",
+                                                                  "top_k",
+                                                                  "top_p",
+                                                                  "separate_store",
+                                                                  "edit_threshold",
+                                                                  "max_post_edit_steps"};
 // Parameters a Fast-dLLM v2 model takes (besides temperature, seed, max tokens).
 constexpr std::array<std::string_view, 4> kFastDllmV2Uses = {"small_block_size", "block_length",
                                                              "threshold", "top_p"};

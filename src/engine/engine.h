@@ -45,8 +45,8 @@ struct GenerationStats {
   int64_t moe_layer_forwards = 0;  // MoE layers run (ForwardStats::moe_layers)
   int64_t experts_hit = 0;         // distinct experts with rows, per layer (ForwardStats)
   double expert_bytes = 0;         // bytes of the hit experts' weights (counted in `bytes`)
-  SpeculativeStats speculative;   // AR with a drafter (summed)
-  DrafterStats drafter;           // the AR decoders' drafters (summed; zeros without one)
+  SpeculativeStats speculative;    // AR with a drafter (summed)
+  DrafterStats drafter;            // the AR decoders' drafters (summed; zeros without one)
 
   double tokens_per_second() const {
     return total_ms > 0 ? 1000.0 * static_cast<double>(generated_tokens) / total_ms : 0;

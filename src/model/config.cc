@@ -106,8 +106,8 @@ Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
     UNMASK_ASSIGN_OR_RETURN(c.leading_dense_layers, f.GetInt(p + "leading_dense_block_count"));
     if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.num_layers) {
       return InvalidArgumentError(f.path() + ": " + p + "leading_dense_block_count (" +
-                                  std::to_string(c.leading_dense_layers) + ") must be in [0, " +
-                                  p + "block_count = " + std::to_string(c.num_layers) + "]");
+                                  std::to_string(c.leading_dense_layers) + ") must be in [0, " + p +
+                                  "block_count = " + std::to_string(c.num_layers) + "]");
     }
     if (c.leading_dense_layers > 0 && c.ffn_size == 0) {
       return NotFoundError(f.path() + ": " + p + "leading_dense_block_count is " +
@@ -156,13 +156,11 @@ Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
     return InvalidArgumentError(f.path() + ": " + p + "expert_group_count (" +
                                 std::to_string(r.num_groups) + ") does not divide " + count);
   }
-  if (r.groups_used > r.num_groups ||
-      r.groups_used * (r.num_experts / r.num_groups) < r.top_k) {
+  if (r.groups_used > r.num_groups || r.groups_used * (r.num_experts / r.num_groups) < r.top_k) {
     return InvalidArgumentError(
         f.path() + ": " + p + "expert_group_used_count (" + std::to_string(r.groups_used) +
         ") must be at most expert_group_count (" + std::to_string(r.num_groups) +
-        ") and its groups must hold expert_used_count (" + std::to_string(r.top_k) +
-        ") experts");
+        ") and its groups must hold expert_used_count (" + std::to_string(r.top_k) + ") experts");
   }
   if (Status s = ValidateMoeRouting(r); !s.ok()) {
     return InvalidArgumentError(f.path() + ": " + p + "expert_* keys: " + s.message());

@@ -30,7 +30,6 @@ constexpr HfArch kHfArchs[] = {
     {"LLaDA2MoeModelLM", "llada2-moe", false, true},  // its own names (ImportLlada2)
 };
 
-
 StatusOr<const HfArch*> FindArch(const json& config, const std::string& path) {
   if (!config.contains("architectures")) return NotFoundError(path + ": architectures is missing");
   const json& a = config["architectures"];
@@ -66,7 +65,6 @@ Status RefuseUnsupported(const json& config, const std::string& path) {
   }
   return Status::Ok();
 }
-
 
 }  // namespace
 
@@ -182,29 +180,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
       const char* width_key =
           arch_name == "llada-moe" ? "expert_intermediate_size" : "moe_intermediate_size";
       const std::string widths = keys + ", " + width_key + " = " + std::to_string(d.expert_ffn);
-      {
-        const safetensors::TensorInfo* router = ck.Find(h + "mlp.gate.weight");
-        if (router != nullptr && router->shape != std::vector<int64_t>{d.experts, d.hidden}) {
-          return InvalidArgumentError(ck.ShardOf(h + "mlp.gate.weight") + ": tensor '" + h +
-                                      "mlp.gate.weight' has shape " + ShapeText(router->shape) +
-                                      ", " + keys + " imply " +
-                                      ShapeText({d.experts, d.hidden}));
-        }
-      }
-      UNMASK_RETURN_IF_ERROR(
-          m.Map(h + "mlp.gate.weight", g + "ffn_gate_inp.weight", {d.experts, d.hidden}));
-      for (const char* part : {"gate", "up", "down"}) {
-        std::vector<std::string> names;
-        for (int64_t e = 0; e < d.experts; ++e) {
-          names.push_back(h + "mlp.experts." + std::to_string(e) + "." + part + "_proj.weight");
-        }
-        const bool down = std::string_view(part) == "down";
-        UNMASK_RETURN_IF_ERROR(m.Stack(
-            names, g + "ffn_" + part + "_exps.weight",
-            down ? std::vector<int64_t>{d.hidden, d.expert_ffn}
-                 : std::vector<int64_t>{d.expert_ffn, d.hidden},
-            widths));
-      }
+      UNMASK_RETURN_IF_ERROR(MapRoutedExperts(m, h, g, d, widths));
       continue;
     }
     UNMASK_RETURN_IF_ERROR(
@@ -229,4 +205,3 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> OpenModelFile(const std::string& path)
 }
 
 }  // namespace unmask
-

@@ -12,7 +12,16 @@
 //     diffusion.block_length from config.json block_size, default 4); Fast_dLLM_QwenForCausalLM
 //     -> fast_dllm_v2 (the qwen2 names plus diffusion.block_length from bd_size, default 32);
 //     LLaDAModelLM -> llada (LLaDA's own config and tensor names, model.transformer.*, mapped as
-//     llama.cpp's conversion/llada.py does, Q/K permuted like Llama; see ImportLlada in the .cc).
+//     llama.cpp's conversion/llada.py does, Q/K permuted like Llama; hf_import_llada.cc).
+//   Mixture of experts (hf_import_moe.cc): Qwen3MoeForCausalLM -> qwen3moe, SDARMoeForCausalLM ->
+//     sdar-moe, LLaDAMoEModelLM -> llada-moe (the Qwen3 attention names; mlp.gate -> ffn_gate_inp,
+//     mlp.experts.N.{gate,up,down}_proj stacked into ffn_{gate,up,down}_exps, a copy, as
+//     llama.cpp's converters do; the routing keys as llama.cpp's <arch>.expert_*);
+//     LLaDA2MoeModelLM -> llada2-moe (LLaDA 2.x's own names: fused query_key_value split into
+//     attn_q/k/v views, expert_bias -> exp_probs_b.bias, shared_experts -> ffn_*_shexp, dense first
+//     layers, partial rotary). Routing settings a family's code does not have are refused by key
+//     (e.g. an LLaDA-MoE expert bias, Qwen3-MoE mlp_only_layers); an expert count, width or
+//     hidden size that disagrees with a tensor names the key and the tensor.
 // HF names (transformers modeling_{llama,qwen2,qwen3}.py; SDAR training/model/*/modeling_sdar.py):
 //   model.embed_tokens -> token_embd, model.norm -> output_norm, lm_head -> output,
 //   model.layers.N.{input_layernorm -> attn_norm, post_attention_layernorm -> ffn_norm,

@@ -40,7 +40,6 @@ struct Owned {
   std::vector<std::vector<uint8_t>> buffers;
 };
 
-
 class ConfigReader {
  public:
   ConfigReader(const json& config, std::string path) : c_(config), path_(std::move(path)) {}
@@ -90,7 +89,6 @@ class ConfigReader {
   std::string path_;
 };
 
-
 // dtype of a safetensors tensor as a GGML type (F32, F16, BF16; others Unimplemented naming it).
 StatusOr<gguf::GgmlType> GgmlTypeOf(const safetensors::TensorInfo& t, const std::string& where);
 std::string ShapeText(const std::vector<int64_t>& shape);
@@ -103,7 +101,6 @@ struct Dims {
   int64_t vocab, hidden, layers, heads, kv_heads, head_dim, ffn;
   int64_t experts = 0, expert_ffn = 0;  // mixture of experts (0: dense)
 };
-
 
 class TensorMapper {
  public:
@@ -180,8 +177,7 @@ class TensorMapper {
     }
     if (t->shape != shape) {
       return InvalidArgumentError(ck_.ShardOf(name) + ": tensor '" + name + "' has shape " +
-                                  ShapeText(t->shape) + ", " + what + " imply " +
-                                  ShapeText(shape));
+                                  ShapeText(t->shape) + ", " + what + " imply " + ShapeText(shape));
     }
     UNMASK_ASSIGN_OR_RETURN(gguf::GgmlType type, GgmlTypeOf(*t, ck_.ShardOf(name)));
     used_.insert(name);
@@ -251,12 +247,12 @@ class TensorMapper {
       if (used_.count(t->name) != 0) continue;
       if (t->name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old transformers
       const bool expert = t->name.find(".mlp.experts.") != std::string::npos;
-      return InvalidArgumentError(ck_.ShardOf(t->name) + ": unexpected tensor '" + t->name +
-                                  "' (not part of the " + std::string(arch_.hf) + " layout" +
-                                  (expert ? " with config.json num_experts = " +
-                                                std::to_string(d_.experts)
-                                          : std::string()) +
-                                  ")");
+      return InvalidArgumentError(
+          ck_.ShardOf(t->name) + ": unexpected tensor '" + t->name + "' (not part of the " +
+          std::string(arch_.hf) + " layout" +
+          (expert ? " with config.json num_experts = " + std::to_string(d_.experts)
+                  : std::string()) +
+          ")");
     }
     return Status::Ok();
   }
@@ -270,7 +266,6 @@ class TensorMapper {
   std::set<std::string> used_;
   std::vector<gguf::TensorInfo> tensors_;
 };
-
 
 // The folder's name, for general.name.
 std::string FolderName(const std::string& dir);
@@ -307,6 +302,12 @@ Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, D
 // block_type other than llama.
 StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada(std::shared_ptr<Owned> owned,
                                                       const HfArch& arch, bool with_tokenizer);
+
+// The router mlp.gate.weight -> ffn_gate_inp.weight [experts, hidden] and the experts
+// mlp.experts.N.{gate,up,down}_proj stacked into ffn_{gate,up,down}_exps.weight, for the layer
+// with HF prefix `h` and GGUF prefix `g`; `what` names the config keys the shapes come from.
+Status MapRoutedExperts(TensorMapper& m, const std::string& h, const std::string& g, const Dims& d,
+                        const std::string& what);
 
 // LLaDA 2.x (LLaDA2MoeModelLM; hf_import_moe.cc).
 StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> owned,

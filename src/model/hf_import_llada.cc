@@ -93,5 +93,4 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada(std::shared_ptr<Owned> own
   return FinishView(cfg, std::move(owned), std::move(md), m, d.vocab, with_tokenizer);
 }
 
-
 }  // namespace unmask::hf_import

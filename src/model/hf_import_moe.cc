@@ -31,8 +31,7 @@ Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, D
     if (cfg.Has("moe_router_score_function") && c["moe_router_score_function"] != "softmax") {
       return refuse("moe_router_score_function", "only softmax");
     }
-    if (cfg.Has("router_num_group") && c["router_num_group"] != 1 &&
-        c["router_num_group"] != 0) {
+    if (cfg.Has("router_num_group") && c["router_num_group"] != 1 && c["router_num_group"] != 0) {
       return refuse("router_num_group", "only ungrouped routing");
     }
     if (cfg.Has("shared_expert_intermediate_size") && c["shared_expert_intermediate_size"] != 0) {
@@ -70,10 +69,27 @@ Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, D
   return Status::Ok();
 }
 
-
 }  // namespace unmask::hf_import
 
 namespace unmask::hf_import {
+
+Status MapRoutedExperts(TensorMapper& m, const std::string& h, const std::string& g, const Dims& d,
+                        const std::string& what) {
+  UNMASK_RETURN_IF_ERROR(m.MapRows(h + "mlp.gate.weight", g + "ffn_gate_inp.weight",
+                                   {d.experts, d.hidden}, 0, d.experts, what));
+  for (const char* part : {"gate", "up", "down"}) {
+    std::vector<std::string> names;
+    for (int64_t e = 0; e < d.experts; ++e) {
+      names.push_back(h + "mlp.experts." + std::to_string(e) + "." + part + "_proj.weight");
+    }
+    const bool down = std::string_view(part) == "down";
+    UNMASK_RETURN_IF_ERROR(m.Stack(names, g + "ffn_" + part + "_exps.weight",
+                                   down ? std::vector<int64_t>{d.hidden, d.expert_ffn}
+                                        : std::vector<int64_t>{d.expert_ffn, d.hidden},
+                                   what));
+  }
+  return Status::Ok();
+}
 
 // LLaDA 2.x (inclusionAI LLaDA2.0/2.1-mini/-flash: architectures LLaDA2MoeModelLM, model_type
 // llada2_moe; MODELS.md §3; dInfer python/dinfer/model/modeling_llada2_moe.py): the BailingMoeV2
@@ -141,9 +157,9 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
     UNMASK_ASSIGN_OR_RETURN(dense, cfg.Int("first_k_dense_replace"));
   }
   if (dense > d.layers) return cfg.Bad("first_k_dense_replace", "at most num_hidden_layers");
-  UNMASK_ASSIGN_OR_RETURN(d.ffn, cfg.Int("intermediate_size", dense > 0
-                                                                  ? std::optional<int64_t>()
-                                                                  : std::optional<int64_t>(0)));
+  UNMASK_ASSIGN_OR_RETURN(
+      d.ffn, cfg.Int("intermediate_size",
+                     dense > 0 ? std::optional<int64_t>() : std::optional<int64_t>(0)));
   UNMASK_ASSIGN_OR_RETURN(const int64_t groups, cfg.Int("n_group", 1));
   UNMASK_ASSIGN_OR_RETURN(const int64_t groups_used, cfg.Int("topk_group", groups));
   if (top_k > d.experts) return cfg.Bad("num_experts_per_tok", "at most num_experts");
@@ -242,22 +258,10 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
           m.Map(h + "mlp.down_proj.weight", g + "ffn_down.weight", {d.hidden, d.ffn}));
       continue;
     }
-    UNMASK_RETURN_IF_ERROR(m.MapRows(h + "mlp.gate.weight", g + "ffn_gate_inp.weight",
-                                     {d.experts, d.hidden}, 0, d.experts, experts));
+    UNMASK_RETURN_IF_ERROR(MapRoutedExperts(m, h, g, d, experts));
     if (bias) {
       UNMASK_RETURN_IF_ERROR(
           m.Map(h + "mlp.gate.expert_bias", g + "exp_probs_b.bias", {d.experts}));
-    }
-    for (const char* part : {"gate", "up", "down"}) {
-      std::vector<std::string> names;
-      for (int64_t e = 0; e < d.experts; ++e) {
-        names.push_back(h + "mlp.experts." + std::to_string(e) + "." + part + "_proj.weight");
-      }
-      const bool down = std::string_view(part) == "down";
-      UNMASK_RETURN_IF_ERROR(m.Stack(names, g + "ffn_" + part + "_exps.weight",
-                                     down ? std::vector<int64_t>{d.hidden, d.expert_ffn}
-                                          : std::vector<int64_t>{d.expert_ffn, d.hidden},
-                                     experts));
     }
     if (shared > 0) {
       const int64_t fs = shared * d.expert_ffn;

@@ -64,5 +64,4 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> FinishView(const ConfigReader& cfg,
   return gguf::GgufFile::FromParts(dir, std::move(md), m.Take(), std::move(owned));
 }
 
-
 }  // namespace unmask::hf_import

@@ -66,15 +66,15 @@ class Workspace {
   Tensor last_hidden;  // [logit rows, hidden]     rows kept for the last layer and logits
   Tensor last_normed;  // [logit rows, hidden]
   // Mixture-of-experts layers (ModelConfig::is_moe), for n rows and top_k slots per row:
-  Tensor moe_logits;         // [n, experts]              router logits
-  Tensor moe_x;              // [n * top_k, hidden]       rows gathered by expert
-  Tensor moe_gate_up;        // [n * top_k, 2 * expert_ffn]
-  Tensor moe_act;            // [n * top_k, expert_ffn]
-  Tensor moe_y;              // [n * top_k, hidden]       expert outputs, by expert
-  Tensor shared_gate_up;     // [n, 2 * shared_expert_ffn]
-  Tensor shared_act;         // [n, shared_expert_ffn]
-  std::vector<int32_t> moe_ids;  // [n * top_k]
-  std::vector<float> moe_weights;  // [n * top_k]
+  Tensor moe_logits;                  // [n, experts]              router logits
+  Tensor moe_x;                       // [n * top_k, hidden]       rows gathered by expert
+  Tensor moe_gate_up;                 // [n * top_k, 2 * expert_ffn]
+  Tensor moe_act;                     // [n * top_k, expert_ffn]
+  Tensor moe_y;                       // [n * top_k, hidden]       expert outputs, by expert
+  Tensor shared_gate_up;              // [n, 2 * shared_expert_ffn]
+  Tensor shared_act;                  // [n, shared_expert_ffn]
+  std::vector<int32_t> moe_ids;       // [n * top_k]
+  std::vector<float> moe_weights;     // [n * top_k]
   std::vector<int32_t> moe_slot_row;  // [n * top_k]: row of moe_y holding slot t * top_k + j
   MoeDispatch moe_dispatch;
   // RoPE cos/sin for positions [0, rope.max_positions()), grown on demand up to the context
@@ -97,10 +97,10 @@ struct ForwardStats {
   double ms = 0;                // wall time
   // Mixture-of-experts models (zero for dense ones). weight_bytes then counts the non-expert
   // weights once plus expert_bytes: an expert no position was routed to is never read.
-  int64_t moe_layers = 0;    // MoE layers the forward ran (a pruned last layer counts)
-  int64_t experts_hit = 0;   // distinct experts with at least one row, summed over the layers
-  int64_t expert_rows = 0;   // (position, expert) pairs computed, summed over the layers
-  double expert_bytes = 0;   // bytes of the hit experts' weights (experts_hit x expert size)
+  int64_t moe_layers = 0;   // MoE layers the forward ran (a pruned last layer counts)
+  int64_t experts_hit = 0;  // distinct experts with at least one row, summed over the layers
+  int64_t expert_rows = 0;  // (position, expert) pairs computed, summed over the layers
+  double expert_bytes = 0;  // bytes of the hit experts' weights (experts_hit x expert size)
 
   double bytes() const { return weight_bytes + kv_bytes + activation_bytes; }
   // FLOPs per byte moved (0 when nothing was moved).

@@ -19,7 +19,8 @@ Status MoeFfn(const TensorView& x, const MoeFfnWeights& w, const MoeRouting& r, 
   const int64_t n = x.shape[0], d = x.shape[1], k = r.top_k, e_count = r.num_experts;
   if (n == 0) return Status::Ok();
   const int64_t slots = n * k;
-  if (ws.moe_x.shape().num_elements() < slots * d || ws.moe_logits.shape().num_elements() < n * e_count) {
+  if (ws.moe_x.shape().num_elements() < slots * d ||
+      ws.moe_logits.shape().num_elements() < n * e_count) {
     return InvalidArgumentError("MoeFfn: the workspace holds fewer than " + std::to_string(n) +
                                 " rows (Workspace::Reserve)");
   }

@@ -23,9 +23,9 @@ struct MoeFfnWeights {
   std::vector<LinearWeight> gate_up;  // E x [2 * expert_ffn, hidden]: gate rows then up rows
   std::vector<LinearWeight> down;     // E x [hidden, expert_ffn]
   bool has_shared = false;
-  LinearWeight shared_gate_up;        // [2 * shared_ffn, hidden]
-  LinearWeight shared_down;           // [hidden, shared_ffn]
-  double expert_bytes = 0;            // bytes of one expert's three matrices as multiplied
+  LinearWeight shared_gate_up;  // [2 * shared_ffn, hidden]
+  LinearWeight shared_down;     // [hidden, shared_ffn]
+  double expert_bytes = 0;      // bytes of one expert's three matrices as multiplied
 };
 
 // What one MoE FFN call did.

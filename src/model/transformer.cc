@@ -119,8 +119,8 @@ StatusOr<std::vector<TensorView>> GetExperts(const gguf::GgufFile& f, const std:
     return InvalidArgumentError(
         f.path() + ": tensor '" + name + "' has shape " + t->ShapeString() + ", expected [" +
         std::to_string(experts) + ", " + std::to_string(rows) + ", " + std::to_string(cols) +
-        "] (expert_count, rows, cols; GGUF {" + std::to_string(cols) + ", " +
-        std::to_string(rows) + ", " + std::to_string(experts) + "})");
+        "] (expert_count, rows, cols; GGUF {" + std::to_string(cols) + ", " + std::to_string(rows) +
+        ", " + std::to_string(experts) + "})");
   }
   const auto dtype = gguf::ToDType(t->type);
   if (!dtype || *dtype == DType::kI32) {
@@ -164,8 +164,8 @@ StatusOr<std::unique_ptr<MoeFfnWeights>> LoadMoe(const gguf::GgufFile& f, const 
   auto w = std::make_unique<MoeFfnWeights>();
   const int64_t d = c.hidden_size, e_count = c.num_experts, fe = c.expert_ffn_size;
   const std::string arch = c.architecture + ".";
-  const std::string keys = " (" + arch + "expert_count = " + std::to_string(e_count) + ", " +
-                           arch + "expert_feed_forward_length = " + std::to_string(fe) + ")";
+  const std::string keys = " (" + arch + "expert_count = " + std::to_string(e_count) + ", " + arch +
+                           "expert_feed_forward_length = " + std::to_string(fe) + ")";
   auto with_keys = [&](Status s) {
     return s.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(s.message() + keys) : s;
   };

@@ -82,8 +82,8 @@ class TransformerModel final : public Model {
   LinearWeight output_;             // [vocab, hidden]
   std::vector<float> output_bias_;  // [vocab] (output.bias, Dream); empty when absent
   size_t weight_bytes_ = 0;
-  double expert_bytes_ = 0;        // bytes of one routed expert (every MoE layer alike)
-  double all_expert_bytes_ = 0;    // bytes of every routed expert of every layer
+  double expert_bytes_ = 0;      // bytes of one routed expert (every MoE layer alike)
+  double all_expert_bytes_ = 0;  // bytes of every routed expert of every layer
   ComputeType compute_ = ComputeType::kF32;
 };
 

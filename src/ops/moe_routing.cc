@@ -26,9 +26,7 @@ void Insert(float score, int32_t id, int64_t k, int64_t& n, float* best_score, i
 }  // namespace
 
 Status ValidateMoeRouting(const MoeRouting& r) {
-  auto bad = [](const std::string& what) {
-    return InvalidArgumentError("MoE routing: " + what);
-  };
+  auto bad = [](const std::string& what) { return InvalidArgumentError("MoE routing: " + what); };
   if (r.num_experts < 1 || r.num_experts > (int64_t{1} << 20)) {
     return bad("num_experts must be in [1, 2^20], got " + std::to_string(r.num_experts));
   }
@@ -37,8 +35,8 @@ Status ValidateMoeRouting(const MoeRouting& r) {
                std::to_string(r.top_k));
   }
   if (r.num_groups < 1 || r.num_experts % r.num_groups != 0) {
-    return bad("num_groups (" + std::to_string(r.num_groups) +
-               ") must divide num_experts (" + std::to_string(r.num_experts) + ")");
+    return bad("num_groups (" + std::to_string(r.num_groups) + ") must divide num_experts (" +
+               std::to_string(r.num_experts) + ")");
   }
   if (r.groups_used < 1 || r.groups_used > r.num_groups) {
     return bad("groups_used must be in [1, num_groups = " + std::to_string(r.num_groups) +
@@ -118,8 +116,7 @@ Status RouteExperts(const TensorView& logits, std::span<const float> selection_b
           }
         }
         const float score = group_size > 1 ? a + b : a;
-        Insert(score, static_cast<int32_t>(g), r.groups_used, n, best_score.data(),
-               best_id.data());
+        Insert(score, static_cast<int32_t>(g), r.groups_used, n, best_score.data(), best_id.data());
       }
       std::fill(allowed.begin(), allowed.end(), 0);
       for (int64_t i = 0; i < n; ++i) allowed[best_id[i]] = 1;

@@ -39,8 +39,8 @@ struct MoeShape {
 ModelConfig MakeMoe(std::string arch, AttentionKind attention, int64_t vocab, int64_t hidden,
                     int64_t layers, int64_t heads, int64_t kv_heads, int64_t ffn, int64_t context,
                     const MoeShape& m) {
-  ModelConfig c = Make(std::move(arch), attention, vocab, hidden, layers, heads, kv_heads, ffn,
-                       context, false);
+  ModelConfig c =
+      Make(std::move(arch), attention, vocab, hidden, layers, heads, kv_heads, ffn, context, false);
   c.head_dim = m.head_dim;
   c.rope_dim = m.head_dim;
   c.num_experts = m.experts;

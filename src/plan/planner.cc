@@ -235,10 +235,9 @@ StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
   p.batch = batch;
   const double weight_bytes =
       static_cast<double>(model.NumParameters()) * machine.weight_bytes_per_parameter;
-  const double expert_bytes =
-      model.is_moe()
-          ? static_cast<double>(model.ExpertParameters()) * machine.weight_bytes_per_parameter
-          : 0.0;
+  const double expert_bytes = model.is_moe() ? static_cast<double>(model.ExpertParameters()) *
+                                                   machine.weight_bytes_per_parameter
+                                             : 0.0;
   const double all_experts =
       expert_bytes * static_cast<double>(model.num_experts) *
       static_cast<double>(model.is_moe() ? model.num_layers - model.leading_dense_layers : 0);

@@ -112,7 +112,8 @@ struct Projection {
 // Projects one engine at one batch size (batch >= 1; requests start together and run to the end,
 // a static batch). The model's weights count NumParameters() x weight_bytes_per_parameter once per
 // forward; a mixture-of-experts model's routed experts count only those a forward is expected to
-// touch (ModelConfig::ExpectedExpertsHit of batch x positions fed, per MoE layer). Errors: InvalidArgument for a bad spec, workload (lengths >= 1) or batch.
+// touch (ModelConfig::ExpectedExpertsHit of batch x positions fed, per MoE layer). Errors:
+// InvalidArgument for a bad spec, workload (lengths >= 1) or batch.
 StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
                              const Workload& workload, const MachineRates& machine, int64_t batch);
 

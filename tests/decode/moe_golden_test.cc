@@ -1,9 +1,9 @@
 // MoE decoding token for token against the Python references (scripts/make_moe_goldens.py):
 // LLaDA-MoE (LLaDA `generate` over the numpy MoE forward) on the tiny random LLaDA-MoE folders in
 // tests/data/hf, with 1 and 2 threads and both weight modes; LLaDA 2.0 (its generate's
-// threshold-with-fallback rule, reference/llada2_generate.py) on the tiny LLaDA 2.x folders. Cases were kept only with decision
-// margins >= 1e-4 and routing margins >= 1e-4 (router probabilities), far above f32 rounding, so
-// a mismatch is a bug.
+// threshold-with-fallback rule, reference/llada2_generate.py) on the tiny LLaDA 2.x folders. Cases
+// were kept only with decision margins >= 1e-4 and routing margins >= 1e-4 (router probabilities),
+// far above f32 rounding, so a mismatch is a bug.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -149,9 +149,8 @@ TEST_P(Llada2GoldenTest, LowConfidenceWithFallbackMatchesTheReference) {
   p.overcommit = false;
   p.stop_ids = g.at("stop_ids").get<std::vector<int32_t>>();
   const std::vector<int32_t> prompt = g.at("prompt_ids");
-  auto d = BlockDiffusionDecoder::Create(p, g.at("mask_id"), prompt,
-                                         lm.model->config().context_length,
-                                         lm.model->config().vocab_size);
+  auto d = BlockDiffusionDecoder::Create(
+      p, g.at("mask_id"), prompt, lm.model->config().context_length, lm.model->config().vocab_size);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   const auto trace = RunBlockDecoder(*lm.model, *d);
   std::vector<std::vector<int32_t>> want;
@@ -198,9 +197,9 @@ TEST_P(Llada21GoldenTest, TokenEditingMatchesTheReference) {
   for (const bool separate : {false, true}) {
     SCOPED_TRACE(separate ? "separate_store" : "fused");
     p.separate_store = separate;
-    auto d = BlockDiffusionDecoder::Create(p, g.at("mask_id"), prompt,
-                                           lm.model->config().context_length,
-                                           lm.model->config().vocab_size);
+    auto d =
+        BlockDiffusionDecoder::Create(p, g.at("mask_id"), prompt, lm.model->config().context_length,
+                                      lm.model->config().vocab_size);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     EXPECT_EQ(RunBlockDecoder(*lm.model, *d), want);
     EXPECT_EQ(std::vector<int32_t>(d->generated().begin(), d->generated().end()),
@@ -231,8 +230,7 @@ TEST(Llada21ParamsTest, JointThresholdRefusesSamplingAndBadBudgets) {
   EXPECT_NE(ValidateBlockParams(p, 2, 64).message().find("edit_threshold"), std::string::npos);
   p.edit_threshold = 0;
   p.max_post_edit_steps = -1;
-  EXPECT_NE(ValidateBlockParams(p, 2, 64).message().find("max_post_edit_steps"),
-            std::string::npos);
+  EXPECT_NE(ValidateBlockParams(p, 2, 64).message().find("max_post_edit_steps"), std::string::npos);
   EXPECT_EQ(*BlockRemaskingFromName("joint_threshold"), BlockRemasking::kJointThreshold);
 }
 

@@ -200,12 +200,13 @@ TEST(ArenaCliTest, BlockAndSecondJudgeInputErrors) {
 TEST(PlanCliTest, BlockDiffusionModelsGetBlockEngines) {
   // A block model (here with its causal twin as the AR side) is planned with block engines at
   // its own block length; a MoE preset pair prints the experts-touched assumption.
-  const auto r = RunUnmask("plan --model " + TinyModel("sdar") + " --hardware h100-sxm --batch 1,4");
+  const auto r =
+      RunUnmask("plan --model " + TinyModel("sdar") + " --hardware h100-sxm --batch 1,4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("block-exact"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("block-threshold"), std::string::npos) << r.out;
-  const auto moe = RunUnmask(
-      "plan --model llada2.0-mini,qwen3-30b-a3b --hardware h200 --batch 1,16 -o json");
+  const auto moe =
+      RunUnmask("plan --model llada2.0-mini,qwen3-30b-a3b --hardware h200 --batch 1,16 -o json");
   ASSERT_EQ(moe.exit_code, 0) << moe.err;
   const auto j = nlohmann::json::parse(moe.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << moe.out;

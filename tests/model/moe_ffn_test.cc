@@ -63,9 +63,9 @@ TEST_P(MoeFfnTest, MatchesTheDenseReference) {
     return std::move(lw).value();
   };
   {
-    auto lw = LinearWeight::Prepare(
-        std::vector<TensorView>{testing::View(router, Shape{c.experts, d})}, WeightMode::kPacked,
-        ComputeType::kF32);
+    auto lw =
+        LinearWeight::Prepare(std::vector<TensorView>{testing::View(router, Shape{c.experts, d})},
+                              WeightMode::kPacked, ComputeType::kF32);
     ASSERT_TRUE(lw.ok());
     w.router = std::move(lw).value();
   }
@@ -82,9 +82,8 @@ TEST_P(MoeFfnTest, MatchesTheDenseReference) {
   }
   if (fs > 0) {
     w.has_shared = true;
-    w.shared_gate_up =
-        prepare({testing::View(sg, Shape{fs, d}), testing::View(su, Shape{fs, d})}, c.mode,
-                c.compute);
+    w.shared_gate_up = prepare({testing::View(sg, Shape{fs, d}), testing::View(su, Shape{fs, d})},
+                               c.mode, c.compute);
     w.shared_down = prepare({testing::View(sd, Shape{d, fs})}, c.mode, c.compute);
   }
   MoeRouting r;
@@ -136,7 +135,8 @@ TEST_P(MoeFfnTest, MatchesTheDenseReference) {
   for (size_t i = 0; i < out.size(); ++i) {
     ASSERT_NEAR(out[i], want[i], bound) << "row " << i / d << " col " << i % d;
   }
-  EXPECT_EQ(counters.experts_hit, static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size()));
+  EXPECT_EQ(counters.experts_hit,
+            static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size()));
   EXPECT_EQ(counters.expert_rows, c.rows * c.top_k);
 }
 

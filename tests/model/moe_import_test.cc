@@ -115,11 +115,11 @@ TEST_P(MoeConvertTest, ConvertedFileComputesWhatTheFolderComputes) {
     plan.sequences.push_back(SequenceInput{ids, 0, rows});
     std::vector<float> out(ids.size() * static_cast<size_t>(v));
     Workspace ws;
-    EXPECT_TRUE(m.Forward(plan, ws,
-                          TensorView{out.data(), DType::kF32,
-                                     Shape{static_cast<int64_t>(ids.size()), v}},
-                          fs)
-                    .ok());
+    EXPECT_TRUE(
+        m.Forward(plan, ws,
+                  TensorView{out.data(), DType::kF32, Shape{static_cast<int64_t>(ids.size()), v}},
+                  fs)
+            .ok());
     return out;
   };
   ForwardStats a, b;
@@ -160,8 +160,10 @@ TEST(MoeImportTest, ConfigThatDisagreesWithTheTensorsNamesKeyAndTensor) {
                 {"num_experts is missing"});
   ExpectOneLine(with([](json& c) { c["moe_router_enable_expert_bias"] = true; }),
                 StatusCode::kUnimplemented, {"moe_router_enable_expert_bias"});
-  ExpectOneLine(with([](json& c) { c["moe_layer_freq"] = {0, 1}; }), StatusCode::kUnimplemented,
-                {"moe_layer_freq"});
+  ExpectOneLine(with([](json& c) {
+                  c["moe_layer_freq"] = {0, 1};
+                }),
+                StatusCode::kUnimplemented, {"moe_layer_freq"});
   ExpectOneLine(with([](json& c) { c["moe_router_score_function"] = "sigmoid"; }),
                 StatusCode::kUnimplemented, {"moe_router_score_function"});
   ExpectOneLine(with([](json& c) { c["shared_expert_intermediate_size"] = 64; }),
@@ -201,8 +203,8 @@ TEST(MoeImportTest, GgufKeysThatDisagreeWithTheTensorsNameKeyAndTensor) {
                 {"blk.0.ffn_gate_exps.weight", "expert_feed_forward_length = 32"});
   ExpectOneLine(load({{"llada-moe.expert_used_count", V::U32(9)}}), StatusCode::kInvalidArgument,
                 {"llada-moe.expert_used_count (9) exceeds llada-moe.expert_count (8)"});
-  ExpectOneLine(load({{"llada-moe.expert_group_count", V::U32(3)}}),
-                StatusCode::kInvalidArgument, {"expert_group_count (3) does not divide"});
+  ExpectOneLine(load({{"llada-moe.expert_group_count", V::U32(3)}}), StatusCode::kInvalidArgument,
+                {"expert_group_count (3) does not divide"});
   ExpectOneLine(load({{"llada-moe.expert_group_count", V::U32(4)},
                       {"llada-moe.expert_group_used_count", V::U32(5)}}),
                 StatusCode::kInvalidArgument, {"expert_group_used_count (5)"});
@@ -211,8 +213,8 @@ TEST(MoeImportTest, GgufKeysThatDisagreeWithTheTensorsNameKeyAndTensor) {
   ExpectOneLine(load({{"llada-moe.expert_count", std::nullopt}}), StatusCode::kNotFound,
                 {"llada-moe.expert_count"});
   // A leading dense layer the file has no dense FFN for.
-  ExpectOneLine(load({{"llada-moe.leading_dense_block_count", V::U32(1)}}),
-                StatusCode::kNotFound, {"blk.0.ffn_gate.weight"});
+  ExpectOneLine(load({{"llada-moe.leading_dense_block_count", V::U32(1)}}), StatusCode::kNotFound,
+                {"blk.0.ffn_gate.weight"});
   ExpectOneLine(load({{"llada-moe.leading_dense_block_count", V::U32(1)},
                       {"llada-moe.feed_forward_length", std::nullopt}}),
                 StatusCode::kNotFound, {"leading_dense_block_count", "feed_forward_length"});
@@ -226,7 +228,8 @@ TEST(MoeImportTest, GgufKeysThatDisagreeWithTheTensorsNameKeyAndTensor) {
   ASSERT_TRUE(dense.ok());
   WriteGguf(**dense, path, {{"sdar.expert_count", V::U32(8)}});
   auto m = LoadGguf(path);
-  ExpectOneLine(m.status(), StatusCode::kUnimplemented, {"sdar.expert_count", "dense architecture"});
+  ExpectOneLine(m.status(), StatusCode::kUnimplemented,
+                {"sdar.expert_count", "dense architecture"});
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ Route RunOp(const std::vector<float>& logits, int64_t t, const std::vector<float
             const MoeRouting& r) {
   Route out{std::vector<int32_t>(static_cast<size_t>(t * r.top_k)),
             std::vector<float>(static_cast<size_t>(t * r.top_k))};
-  const Status s = RouteExperts(View(logits, Shape{t, r.num_experts}), bias, r, out.ids,
-                                out.weights);
+  const Status s =
+      RouteExperts(View(logits, Shape{t, r.num_experts}), bias, r, out.ids, out.weights);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return out;
 }
@@ -79,7 +79,8 @@ TEST_P(MoeRoutingRefTest, MatchesTheReference) {
   }
   // Every token's ids are distinct and in range.
   for (int64_t tok = 0; tok < t; ++tok) {
-    std::vector<int32_t> row(got.ids.begin() + tok * r.top_k, got.ids.begin() + (tok + 1) * r.top_k);
+    std::vector<int32_t> row(got.ids.begin() + tok * r.top_k,
+                             got.ids.begin() + (tok + 1) * r.top_k);
     std::sort(row.begin(), row.end());
     EXPECT_EQ(std::adjacent_find(row.begin(), row.end()), row.end());
     EXPECT_GE(row.front(), 0);
@@ -109,18 +110,17 @@ MoeRouting Sigmoid(int64_t e, int64_t k, int64_t groups, int64_t used, float sca
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, MoeRoutingRefTest,
-    ::testing::Values(
-        RoutingCase{"softmax_e4_k1", Softmax(4, 1, false), false},
-        RoutingCase{"softmax_e8_k2_llada_moe", Softmax(8, 2, false), false},
-        RoutingCase{"softmax_e64_k8_renorm_qwen3", Softmax(64, 8, true), false},
-        RoutingCase{"softmax_e128_k8_renorm", Softmax(128, 8, true), false},
-        RoutingCase{"softmax_e8_k8_all", Softmax(8, 8, true), false},
-        RoutingCase{"softmax_bias", Softmax(16, 4, true), true},
-        RoutingCase{"sigmoid_e256_k8_g8_4_llada2", Sigmoid(256, 8, 8, 4, 2.5f), true},
-        RoutingCase{"sigmoid_e64_k6_g8_3", Sigmoid(64, 6, 8, 3, 1.0f), true},
-        RoutingCase{"sigmoid_e16_k1_g4_1", Sigmoid(16, 1, 4, 1, 1.0f), false},
-        RoutingCase{"sigmoid_e8_k2_groups_of_one", Sigmoid(8, 2, 8, 2, 1.0f), true},
-        RoutingCase{"sigmoid_ungrouped", Sigmoid(32, 4, 1, 1, 16.0f), true}),
+    ::testing::Values(RoutingCase{"softmax_e4_k1", Softmax(4, 1, false), false},
+                      RoutingCase{"softmax_e8_k2_llada_moe", Softmax(8, 2, false), false},
+                      RoutingCase{"softmax_e64_k8_renorm_qwen3", Softmax(64, 8, true), false},
+                      RoutingCase{"softmax_e128_k8_renorm", Softmax(128, 8, true), false},
+                      RoutingCase{"softmax_e8_k8_all", Softmax(8, 8, true), false},
+                      RoutingCase{"softmax_bias", Softmax(16, 4, true), true},
+                      RoutingCase{"sigmoid_e256_k8_g8_4_llada2", Sigmoid(256, 8, 8, 4, 2.5f), true},
+                      RoutingCase{"sigmoid_e64_k6_g8_3", Sigmoid(64, 6, 8, 3, 1.0f), true},
+                      RoutingCase{"sigmoid_e16_k1_g4_1", Sigmoid(16, 1, 4, 1, 1.0f), false},
+                      RoutingCase{"sigmoid_e8_k2_groups_of_one", Sigmoid(8, 2, 8, 2, 1.0f), true},
+                      RoutingCase{"sigmoid_ungrouped", Sigmoid(32, 4, 1, 1, 16.0f), true}),
     [](const ::testing::TestParamInfo<RoutingCase>& p) { return p.param.name; });
 
 TEST(MoeRoutingTest, EqualScoresGoToTheLowerExpertId) {
@@ -196,7 +196,7 @@ TEST(MoeRoutingTest, BadRoutingsAndInputsAreRefused) {
   MoeRouting nan_scale = Softmax(4, 2, false);
   nan_scale.scale = NAN;
   expect_bad(route(nan_scale, Shape{2, 4}), "scale");
-  expect_bad(route(Softmax(4, 2, false), Shape{1, 8}), "logits");     // width is not E
+  expect_bad(route(Softmax(4, 2, false), Shape{1, 8}), "logits");  // width is not E
   expect_bad(route(Softmax(4, 2, false), Shape{2, 4}, {1, 2}), "selection_bias");
   std::vector<int32_t> short_ids(3);
   EXPECT_EQ(RouteExperts(View(logits, Shape{2, 4}), {}, Softmax(4, 2, false), short_ids, w).code(),

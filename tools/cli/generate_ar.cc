@@ -10,12 +10,12 @@
 
 #include "cli/generate_command.h"
 #include "common/cli_util.h"
+#include "common/moe_report.h"
 #include "common/terminal.h"
 #include "decode/decoder_ar.h"
 #include "decode/drafter.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/unicode_util.h"
-#include "common/moe_report.h"
 
 namespace unmask::tools {
 namespace {

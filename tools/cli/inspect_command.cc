@@ -81,8 +81,8 @@ int InspectCommand::Run() const {
     if (c.is_moe()) {
       const MoeRouting& r = c.routing;
       std::printf("  mixture of experts: %lld experts of width %lld, top-%lld, %s%s%s, scale %g",
-                  static_cast<long long>(c.num_experts),
-                  static_cast<long long>(c.expert_ffn_size), static_cast<long long>(r.top_k),
+                  static_cast<long long>(c.num_experts), static_cast<long long>(c.expert_ffn_size),
+                  static_cast<long long>(r.top_k),
                   r.gating == MoeGating::kSoftmax ? "softmax" : "sigmoid",
                   r.normalize ? ", renormalised" : "",
                   r.num_groups > 1 ? (", groups " + std::to_string(r.groups_used) + " of " +
@@ -94,7 +94,8 @@ int InspectCommand::Run() const {
         std::printf(", shared expert width %lld", static_cast<long long>(c.shared_expert_ffn_size));
       }
       if (c.leading_dense_layers > 0) {
-        std::printf(", %lld leading dense layer(s)", static_cast<long long>(c.leading_dense_layers));
+        std::printf(", %lld leading dense layer(s)",
+                    static_cast<long long>(c.leading_dense_layers));
       }
       std::printf("\n  active parameters per position %s (%lld)\n",
                   Human(static_cast<double>(c.ActiveParameters())).c_str(),

@@ -161,12 +161,13 @@ int PlanCommand::Run() const {
   const bool block_model = in.diffusion.config.is_block_diffusion();
   // A block model decodes with its own attention block (the --block-length flag is the
   // full-canvas engines').
-  in.engines = block_model ? BlockPlanEngines(in.diffusion.config.block_length,
-                                              std::min<double>(fast_tokens_per_forward,
-                                                               in.diffusion.config.block_length),
-                                              draft_max, tokens_per_verify)
-                           : DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max,
-                                                tokens_per_verify);
+  in.engines =
+      block_model
+          ? BlockPlanEngines(
+                in.diffusion.config.block_length,
+                std::min<double>(fast_tokens_per_forward, in.diffusion.config.block_length),
+                draft_max, tokens_per_verify)
+          : DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max, tokens_per_verify);
   for (const plan::EngineSpec& e : in.engines) {
     if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return FailWith(kWho, s);
   }

@@ -47,12 +47,12 @@ struct ApiRequest {
   std::optional<int64_t> steps;
   std::optional<int64_t> block_length;
   std::optional<std::string> remasking;
-  std::optional<int64_t> denoising_steps;   // block-diffusion models (SDAR)
-  std::optional<double> eb_threshold;       // block-diffusion models, entropy_bounded
-  std::optional<double> edit_threshold;     // block-diffusion models, joint_threshold
+  std::optional<int64_t> denoising_steps;      // block-diffusion models (SDAR)
+  std::optional<double> eb_threshold;          // block-diffusion models, entropy_bounded
+  std::optional<double> edit_threshold;        // block-diffusion models, joint_threshold
   std::optional<int64_t> max_post_edit_steps;  // block-diffusion models, joint_threshold
-  std::optional<bool> separate_store;       // block-diffusion models: SDAR's store forwards
-  std::optional<int64_t> small_block_size;  // Fast-dLLM v2 models
+  std::optional<bool> separate_store;          // block-diffusion models: SDAR's store forwards
+  std::optional<int64_t> small_block_size;     // Fast-dLLM v2 models
   std::optional<std::string> cache;
   std::optional<std::string> commit;
   std::optional<double> threshold;

@@ -11,7 +11,8 @@ namespace {
 std::vector<int64_t> Ranked(const std::vector<double>& score) {
   std::vector<int64_t> idx(score.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int64_t a, int64_t b) { return score[a] > score[b]; });
   return idx;
 }
 
