@@ -8,6 +8,7 @@
 
 #include "cli/bench_command.h"
 #include "common/cli_util.h"
+#include "common/moe_report.h"
 #include "common/roofline.h"
 #include "common/summary.h"
 #include "common/terminal.h"
@@ -31,9 +32,14 @@ double WeightBytesPerToken(const gguf::GgufFile& f, const ModelConfig& c, Weight
     for (int64_t d : t.dims) rank += d > 1 ? 1 : 0;
     if (rank < 2) continue;
     if (t.name == "token_embd.weight" && !c.tied_output) continue;
-    bytes += mode == WeightMode::kPacked
-                 ? ComputeTypeBytes(compute) * static_cast<double>(t.num_elements())
-                 : static_cast<double>(t.num_bytes);
+    double tensor = mode == WeightMode::kPacked
+                        ? ComputeTypeBytes(compute) * static_cast<double>(t.num_elements())
+                        : static_cast<double>(t.num_bytes);
+    // A decoded token reads top_k of a layer's routed experts (stacked *_exps tensors).
+    if (c.is_moe() && t.name.find("_exps.weight") != std::string::npos) {
+      tensor *= static_cast<double>(c.routing.top_k) / static_cast<double>(c.num_experts);
+    }
+    bytes += tensor;
   }
   return bytes;
 }
@@ -58,6 +64,8 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
   if (!gemm_peak.ok()) return FailWith(kWho, gemm_peak.status());
   StepBuffers buffers;
   std::vector<double> decode_tps, prefill_tps, intensity;
+  nlohmann::json moe;  // the last run's routing (MoE models)
+  std::string moe_line;
   ProgressLine progress("bench");
   for (int r = 0; r <= cmd.reps; ++r) {  // r == 0: warm-up
     DecodeOptions o = options;           // the flags given: a diffusion flag is refused
@@ -78,6 +86,8 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
     decode_tps.push_back(st->decode_tokens_per_second());
     prefill_tps.push_back(1000.0 * static_cast<double>(prompt.size()) / st->ttft_ms);
     intensity.push_back(st->arithmetic_intensity());
+    moe = MoeJson(c, *st);
+    moe_line = MoeSummary(c, *st);
   }
   progress.Finish();
   const MeanSd dec = Summarize(decode_tps), pre = Summarize(prefill_tps);
@@ -114,6 +124,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
         {"vs_reference", cmd.reference_tps > 0 ? nlohmann::json(dec.mean / cmd.reference_tps)
                                                : nlohmann::json(nullptr)},
         {"reps", cmd.reps}};
+    if (c.is_moe()) j["moe"] = moe;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -139,6 +150,7 @@ int RunArBench(const BenchCommand& cmd, const Engine& engine, size_t index, cons
       "prepacked), memory read %.1f GB/s -> ridge %.1f FLOP/byte\nbackend: %s\n",
       Summarize(intensity).mean, *gemm_peak, std::string(ComputeTypeName(m.compute())).c_str(),
       bandwidth, *gemm_peak / bandwidth, backend->Describe().c_str());
+  if (!moe_line.empty()) std::printf("%s\n", moe_line.c_str());
   return 0;
 }
 

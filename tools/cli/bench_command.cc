@@ -8,6 +8,7 @@
 
 #include "common/cli_util.h"
 #include "common/decode_args.h"
+#include "common/moe_report.h"
 #include "common/roofline.h"
 #include "common/summary.h"
 #include "common/terminal.h"
@@ -27,6 +28,8 @@ struct Row {
   double gemm_peak = 0;
   int64_t nfe = 0;
   double intensity = 0;  // FLOPs per byte moved (weights, KV cache, activations)
+  nlohmann::json moe;    // the last run's routing (MoE models; common/moe_report.h)
+  std::string moe_line;
 };
 
 // A fixed random prompt of ordinary tokens (no control or mask ids; any non-mask id when the
@@ -243,6 +246,8 @@ int BenchCommand::Run() const {
         per_nfe.push_back(stats->forward_ms / static_cast<double>(stats->nfe));
         row.nfe = stats->nfe;
         row.intensity = stats->arithmetic_intensity();
+        row.moe = MoeJson(m.config(), *stats);
+        row.moe_line = MoeSummary(m.config(), *stats);
       }
       progress.Finish();
       row.tps = Summarize(tps);
@@ -291,6 +296,7 @@ int BenchCommand::Run() const {
           {"vs_reference", reference_tps > 0 ? nlohmann::json(r.tps.mean / reference_tps)
                                              : nlohmann::json(nullptr)},
           {"reps", reps}};
+      if (!r.moe.is_null()) j["moe"] = r.moe;
       std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
     return 0;
@@ -335,6 +341,9 @@ int BenchCommand::Run() const {
       "machine (this run): GEMM peaks (prepacked, onednn) %s, memory read %.1f GB/s -> ridge "
       "%s FLOP/byte\n",
       FormatPeaks(peaks).c_str(), bandwidth, FormatRidges(peaks, bandwidth).c_str());
+  for (const Row& r : rows) {
+    if (!r.moe_line.empty()) std::printf("%s: %s\n", Label(r).c_str(), r.moe_line.c_str());
+  }
   std::printf("\nbackends: ");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::printf("%s%s", i ? "; " : "", rows[i].backend.c_str());
