@@ -45,6 +45,17 @@ Status CheckMaskAndPrompt(int32_t mask_id, std::span<const int32_t> prompt, int6
   return Status::Ok();
 }
 
+int32_t BestNonMaskToken(std::span<const float> logits, int32_t mask_id) {
+  if (logits.size() < 2) return mask_id;
+  int32_t best = mask_id == 0 ? 1 : 0;
+  for (size_t v = 0; v < logits.size(); ++v) {
+    if (static_cast<int32_t>(v) != mask_id && logits[v] > logits[static_cast<size_t>(best)]) {
+      best = static_cast<int32_t>(v);
+    }
+  }
+  return best;
+}
+
 Status CheckLogitsShape(const TensorView& logits, int64_t rows, int64_t vocab_size) {
   if (logits.dtype != DType::kF32 || logits.shape.rank() != 2 || logits.shape[0] != rows ||
       logits.shape[1] != vocab_size) {

@@ -106,6 +106,14 @@ class Decoder {
 Status CheckMaskAndPrompt(int32_t mask_id, std::span<const int32_t> prompt, int64_t vocab_size);
 Status CheckLogitsShape(const TensorView& logits, int64_t rows, int64_t vocab_size);
 
+// The id of the largest of `logits` [vocab] other than `mask_id` (lowest id on ties; mask_id
+// itself when the vocabulary has one entry): what the block decoders write when a slot's
+// sampled token is the mask. DELIBERATE DEVIATION from SDAR's, LLaDA 2.x's and Fast-dLLM v2's
+// references, which write the mask id back and leave the slot masked: a model that keeps
+// predicting the mask would then never finish its block (SDAR's generate raises after steps + 1
+// iterations, the others loop). Confidences, and so every selection, stay the reference's.
+int32_t BestNonMaskToken(std::span<const float> logits, int32_t mask_id);
+
 }  // namespace unmask
 
 #endif  // UNMASK_DECODE_DECODER_H_

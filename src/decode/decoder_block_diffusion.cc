@@ -245,7 +245,7 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
                                      static_cast<size_t>(vocab_size_));
     const Sampled s = SampleRow(row, params_, rng_, rng_step, static_cast<uint32_t>(start + j),
                                 want_entropy, scratch, order);
-    x0[static_cast<size_t>(j)] = s.token;
+    x0[static_cast<size_t>(j)] = s.token == mask_id_ ? BestNonMaskToken(row, mask_id_) : s.token;
     if (x[j] == mask_id_) {
       conf[static_cast<size_t>(j)] = s.confidence;
       entropy[static_cast<size_t>(j)] = s.entropy;

@@ -253,7 +253,8 @@ Status FastDllmV2Decoder::Update(const TensorView& logits, DecodeStep* step) {
     while (plan_rows_[r] != want) ++r;
     const Choice c = ChooseToken(row(static_cast<int64_t>(r)), params_, rng_, rng_step,
                                  static_cast<uint32_t>(lo + j), scratch, order);
-    x1[static_cast<size_t>(j - s)] = c.token;
+    x1[static_cast<size_t>(j - s)] =
+        c.token == mask_id_ ? BestNonMaskToken(row(static_cast<int64_t>(r)), mask_id_) : c.token;
     conf[static_cast<size_t>(j - s)] = c.confidence;
   }
   const size_t best =

@@ -34,7 +34,8 @@ StatusOr<const HfArch*> FindArch(const json& config, const std::string& path) {
   if (!config.contains("architectures")) return NotFoundError(path + ": architectures is missing");
   const json& a = config["architectures"];
   if (!a.is_array() || a.empty() || !a[0].is_string()) {
-    return InvalidArgumentError(path + ": architectures must be a list of names, got " + a.dump());
+    return InvalidArgumentError(path + ": architectures must be a list of names, got " +
+                                ShortDump(a));
   }
   const std::string name = a[0].get<std::string>();
   for (const HfArch& h : kHfArchs) {
@@ -49,12 +50,12 @@ StatusOr<const HfArch*> FindArch(const json& config, const std::string& path) {
 // The settings unmask does not run, each refused by name.
 Status RefuseUnsupported(const json& config, const std::string& path) {
   if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) {
-    return UnimplementedError(path + ": rope_scaling " + config["rope_scaling"].dump() +
+    return UnimplementedError(path + ": rope_scaling " + ShortDump(config["rope_scaling"]) +
                               " is not supported (only plain RoPE)");
   }
   if (config.contains("hidden_act") &&
       !(config["hidden_act"].is_string() && config["hidden_act"] == "silu")) {
-    return UnimplementedError(path + ": hidden_act " + config["hidden_act"].dump() +
+    return UnimplementedError(path + ": hidden_act " + ShortDump(config["hidden_act"]) +
                               " is not supported (only silu: SwiGLU)");
   }
   if (config.value("mlp_bias", false) == true) {

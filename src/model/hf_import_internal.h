@@ -25,6 +25,10 @@ namespace unmask::hf_import {
 
 using nlohmann::json;
 
+// A config value as an error message shows it: compact JSON cut to 80 characters, and never a
+// recursive dump of a deeply nested value (a hostile config.json must not exhaust the stack).
+std::string ShortDump(const json& v);
+
 struct HfArch {
   std::string_view hf;    // config.json architectures[0]
   std::string_view gguf;  // general.architecture
@@ -50,7 +54,7 @@ class ConfigReader {
   }
   Status Bad(const char* key, const std::string& want) const {
     return InvalidArgumentError(path_ + ": " + key + " must be " + want + ", got " +
-                                c_[key].dump());
+                                ShortDump(c_[key]));
   }
   StatusOr<int64_t> Int(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
     if (!Has(key)) {
@@ -59,7 +63,7 @@ class ConfigReader {
     }
     const json& v = c_[key];
     if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (int64_t{1} << 24)) {
-      return Bad(key, "a positive integer");
+      return Bad(key, "a positive integer (at most 16777216)");
     }
     return v.get<int64_t>();
   }

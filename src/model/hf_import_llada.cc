@@ -10,7 +10,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada(std::shared_ptr<Owned> own
   const ConfigReader cfg(c, cpath);
   auto refuse_unless = [&](const char* key, const char* want) -> Status {
     if (!cfg.Has(key) || (c[key].is_string() && c[key] == want)) return Status::Ok();
-    return UnimplementedError(cpath + ": " + key + " " + c[key].dump() +
+    return UnimplementedError(cpath + ": " + key + " " + ShortDump(c[key]) +
                               " is not supported (only " + want + ")");
   };
   UNMASK_RETURN_IF_ERROR(refuse_unless("activation_type", "silu"));
@@ -21,7 +21,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada(std::shared_ptr<Owned> own
     if (on) return UnimplementedError(cpath + ": " + key + " true is not supported");
   }
   if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) {
-    return UnimplementedError(cpath + ": rope_scaling " + c["rope_scaling"].dump() +
+    return UnimplementedError(cpath + ": rope_scaling " + ShortDump(c["rope_scaling"]) +
                               " is not supported (only plain RoPE)");
   }
   Dims d{};

@@ -1,6 +1,23 @@
+#include <cmath>
+
 #include "model/hf_import_internal.h"
 
 namespace unmask::hf_import {
+namespace {
+
+// Far above any released MoE (256 experts); a corrupt config must not size anything absurd.
+constexpr int64_t kMaxExperts = int64_t{1} << 16;
+
+// routed_scaling_factor as the f32 the GGUF key holds: positive and finite there too.
+Status CheckScale(const ConfigReader& cfg, double scale) {
+  const float f = static_cast<float>(scale);
+  if (!(f > 0) || !std::isfinite(f)) {
+    return cfg.Bad("routed_scaling_factor", "a positive number that f32 holds (1e-38 .. 3e38)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 // (moe_router_enable_expert_bias: the HF code adds it to the weights too, which llama.cpp does
 // not reproduce either), moe_router_score_function other than softmax, router_num_group > 1,
@@ -10,10 +27,11 @@ Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, D
   const std::string& cpath = cfg.path();
   const std::string p = std::string(arch.gguf) + ".";
   auto refuse = [&](const char* key, const std::string& why) {
-    return UnimplementedError(cpath + ": " + key + " " + c[key].dump() + " is not supported (" +
+    return UnimplementedError(cpath + ": " + key + " " + ShortDump(c[key]) + " is not supported (" +
                               why + ")");
   };
   UNMASK_ASSIGN_OR_RETURN(d->experts, cfg.Int("num_experts"));
+  if (d->experts > kMaxExperts) return cfg.Bad("num_experts", "at most 65536");
   UNMASK_ASSIGN_OR_RETURN(const int64_t top_k, cfg.Int("num_experts_per_tok"));
   if (top_k > d->experts) return cfg.Bad("num_experts_per_tok", "at most num_experts");
   bool normalize = false;
@@ -45,6 +63,7 @@ Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, D
     }
     if (cfg.Has("routed_scaling_factor")) {
       UNMASK_ASSIGN_OR_RETURN(scale, cfg.Float("routed_scaling_factor"));
+      UNMASK_RETURN_IF_ERROR(CheckScale(cfg, scale));
     }
   } else {
     UNMASK_ASSIGN_OR_RETURN(d->expert_ffn, cfg.Int("moe_intermediate_size"));
@@ -113,7 +132,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
   const json& c = ck.config();
   const ConfigReader cfg(c, cpath);
   auto refuse = [&](const char* key, const std::string& why) {
-    return UnimplementedError(cpath + ": " + key + " " + c[key].dump() + " is not supported (" +
+    return UnimplementedError(cpath + ": " + key + " " + ShortDump(c[key]) + " is not supported (" +
                               why + ")");
   };
   if (cfg.Has("rope_scaling")) return refuse("rope_scaling", "only plain RoPE");
@@ -147,6 +166,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
   }
   UNMASK_ASSIGN_OR_RETURN(d.head_dim, cfg.Int("head_dim", d.hidden / d.heads));
   UNMASK_ASSIGN_OR_RETURN(d.experts, cfg.Int("num_experts"));
+  if (d.experts > kMaxExperts) return cfg.Bad("num_experts", "at most 65536");
   UNMASK_ASSIGN_OR_RETURN(const int64_t top_k, cfg.Int("num_experts_per_tok"));
   UNMASK_ASSIGN_OR_RETURN(d.expert_ffn, cfg.Int("moe_intermediate_size"));
   int64_t shared = 0, dense = 0;
@@ -170,6 +190,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
   }
   UNMASK_ASSIGN_OR_RETURN(const bool norm, cfg.Bool("norm_topk_prob", true));
   UNMASK_ASSIGN_OR_RETURN(const double scale, cfg.Float("routed_scaling_factor", 1.0));
+  UNMASK_RETURN_IF_ERROR(CheckScale(cfg, scale));
   UNMASK_ASSIGN_OR_RETURN(const bool bias, cfg.Bool("moe_router_enable_expert_bias", false));
   int64_t rope_dim = d.head_dim;
   if (cfg.Has("rotary_dim")) {

@@ -6,6 +6,25 @@
 
 namespace unmask::hf_import {
 
+std::string ShortDump(const json& v) {
+  // Depth first, iteratively: refuse to print anything nested deeper than 16 levels.
+  std::vector<std::pair<const json*, int>> stack = {{&v, 0}};
+  size_t visited = 0;
+  while (!stack.empty() && visited < 4096) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    ++visited;
+    if (depth > 16) return std::string("a value nested more than 16 levels deep");
+    if (node->is_structured()) {
+      for (const json& child : *node) stack.push_back({&child, depth + 1});
+    }
+  }
+  if (!stack.empty()) return std::string("a ") + v.type_name() + " of more than 4096 values";
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
 bool IsMoe(const HfArch& a) {
   return a.gguf == "qwen3moe" || a.gguf == "sdar-moe" || a.gguf == "llada-moe" ||
          a.gguf == "llada2-moe";

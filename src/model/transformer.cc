@@ -182,6 +182,13 @@ StatusOr<std::unique_ptr<MoeFfnWeights>> LoadMoe(const gguf::GgufFile& f, const 
     auto bias = GetVector(f, p + "exp_probs_b.bias", e_count);
     if (!bias.ok()) return with_keys(bias.status());
     w->selection_bias = std::move(bias).value();
+    for (size_t e = 0; e < w->selection_bias.size(); ++e) {
+      if (!std::isfinite(w->selection_bias[e])) {
+        return InvalidArgumentError(f.path() + ": tensor '" + p + "exp_probs_b.bias' holds " +
+                                    std::to_string(w->selection_bias[e]) + " at expert " +
+                                    std::to_string(e) + " (the selection bias must be finite)");
+      }
+    }
   }
   auto gate = GetExperts(f, p + "ffn_gate_exps.weight", e_count, fe, d);
   if (!gate.ok()) return with_keys(gate.status());

@@ -257,3 +257,50 @@ TEST(Llada2DefaultsTest, FactoryGivesTheFamilysRule) {
 
 }  // namespace
 }  // namespace unmask
+
+namespace unmask {
+namespace {
+
+// A model whose argmax is the mask token everywhere must still finish every block (the references
+// write the mask back and never finish); the slot gets the best other token and selection is
+// unchanged. Driven with synthetic logits, for every strategy the block decoder has.
+TEST(BlockDecoderMaskArgmaxTest, EveryStrategyFinishesWithoutWritingTheMask) {
+  const int32_t mask = 7;
+  const int64_t vocab = 10;
+  for (BlockRemasking r : {BlockRemasking::kLowConfidenceDynamic,
+                           BlockRemasking::kLowConfidenceStatic, BlockRemasking::kSequential,
+                           BlockRemasking::kEntropyBounded, BlockRemasking::kJointThreshold}) {
+    SCOPED_TRACE(std::string(BlockRemaskingName(r)));
+    BlockParams p;
+    p.gen_length = 8;
+    p.block_length = 4;
+    p.denoising_steps = 4;
+    p.remasking = r;
+    p.overcommit = false;
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    auto d = BlockDiffusionDecoder::Create(p, mask, prompt, 64, vocab);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    int forwards = 0;
+    while (!d->Done() && forwards < 200) {
+      auto plan = d->Plan();
+      ASSERT_TRUE(plan.ok());
+      const int64_t rows = (*plan)->num_logit_rows();
+      std::vector<float> logits(static_cast<size_t>(rows * vocab));
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t v = 0; v < vocab; ++v) {
+          logits[static_cast<size_t>(i * vocab + v)] =
+              v == mask ? 5.0f : 0.1f * static_cast<float>(v % 4);
+        }
+      }
+      DecodeStep step;
+      ASSERT_TRUE(
+          d->Update(TensorView{logits.data(), DType::kF32, Shape{rows, vocab}}, &step).ok());
+      ++forwards;
+    }
+    EXPECT_TRUE(d->Done()) << "still decoding after " << forwards << " forwards";
+    for (int32_t t : d->generated()) EXPECT_NE(t, mask);
+  }
+}
+
+}  // namespace
+}  // namespace unmask

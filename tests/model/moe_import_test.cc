@@ -183,6 +183,19 @@ TEST(MoeImportTest, ConfigThatDisagreesWithTheTensorsNamesKeyAndTensor) {
   std::ofstream(q + "/config.json") << qc.dump();
   r = ImportHfCheckpoint(q);
   ExpectOneLine(r.status(), StatusCode::kUnimplemented, {"mlp_only_layers"});
+  // Hostile values: a deeply nested one is named, not dumped (a recursive dump would overflow the
+  // stack), a long one is cut, an absurd expert count is refused before anything is sized.
+  const std::string nested = std::string(100000, '[') + std::string(100000, ']');
+  std::ofstream(dir + "/config.json") << good.dump().replace(good.dump().find("\"num_experts\":8"),
+                                                             15, "\"num_experts\":" + nested);
+  auto deep = ImportHfCheckpoint(dir);
+  ExpectOneLine(deep.status(), StatusCode::kInvalidArgument,
+                {"num_experts", "nested more than 16 levels"});
+  ExpectOneLine(with([](json& c) { c["moe_router_score_function"] = std::string(100000, 'x'); }),
+                StatusCode::kUnimplemented, {"moe_router_score_function", "..."});
+  const Status big = with([](json& c) { c["num_experts"] = 16777216; });
+  ExpectOneLine(big, StatusCode::kInvalidArgument, {"num_experts", "at most 65536"});
+  EXPECT_LT(big.message().size(), 300u);
   ASSERT_TRUE(with([](json&) {}).ok());
 }
 

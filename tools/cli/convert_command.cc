@@ -93,7 +93,10 @@ void ConvertCommand::AddTo(CLI::App& app) {
              "--hf", hf,
              "Hugging Face checkpoint folder (config.json, model.safetensors or shards "
              "with model.safetensors.index.json, tokenizer.json): Llama, Mistral, Qwen2, "
-             "Qwen3, Dream, LLaDA, SDAR, Fast-dLLM v2. Tensors keep their stored types (F32, "
+             "Qwen3, Dream, LLaDA, SDAR, Fast-dLLM v2, and the mixture-of-experts LLaDA-MoE, LLaDA "
+             "2.x, "
+             "SDAR-MoE and Qwen3-MoE (experts stacked into ffn_*_exps tensors, as llama.cpp does). "
+             "Tensors keep their stored types (F32, "
              "F16, BF16)")
           ->type_name("DIR");
   from_llama2c->excludes(from_hf);
