@@ -7,10 +7,14 @@
 #define UNMASK_MODEL_MOE_FFN_H_
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "core/compute.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "format/gguf.h"
 #include "model/model.h"
 #include "ops/linear.h"
 #include "ops/moe_routing.h"
@@ -33,6 +37,15 @@ struct MoeFfnCounters {
   int64_t experts_hit = 0;  // experts that got at least one row
   int64_t expert_rows = 0;  // rows x top_k
 };
+
+// The MoE FFN of the layer with tensor prefix `prefix` ("blk.N."; moe_ffn_load.cc): router
+// ffn_gate_inp [E, hidden] (an f32 product), optional selection bias exp_probs_b.bias [E]
+// (finite), stacked experts ffn_{gate,up,down}_exps, and the shared expert ffn_*_shexp when the
+// config has one. Errors: a tensor whose expert count, width or hidden size disagrees with the
+// config names the tensor and the keys (<arch>.expert_count, expert_feed_forward_length).
+StatusOr<std::unique_ptr<MoeFfnWeights>> LoadMoeFfn(const gguf::GgufFile& f, const ModelConfig& c,
+                                                    const std::string& prefix, WeightMode mode,
+                                                    ComputeType compute);
 
 // out [n, hidden] = MoE(x [n, hidden]) with the routing `r`; the scratch tensors of `ws` must
 // hold n rows (Workspace::Reserve with an MoE config). x and out must not overlap.

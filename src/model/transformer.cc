@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "model/gguf_tensors.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/convert.h"
@@ -24,66 +25,6 @@ TensorView Rows(const Tensor& t, int64_t begin, int64_t n) {
 TensorView Heads(const Tensor& t, int64_t begin, int64_t n, int64_t heads) {
   const int64_t cols = t.shape()[1];
   return TensorView{t.as<float>() + begin * cols, DType::kF32, Shape{n, heads, cols / heads}};
-}
-
-// Looks up a tensor and checks its row-major shape (GGUF stores dims innermost first).
-StatusOr<TensorView> GetTensor(const gguf::GgufFile& f, const std::string& name,
-                               std::initializer_list<int64_t> shape) {
-  const gguf::TensorInfo* t = f.FindTensor(name);
-  if (t == nullptr) return NotFoundError(f.path() + ": missing tensor '" + name + "'");
-  const std::vector<int64_t> expected(shape);
-  std::vector<int64_t> row_major(t->dims.rbegin(), t->dims.rend());
-  // GGUF writers may keep trailing 1-sized dims; ignore leading 1s of the row-major shape.
-  while (row_major.size() > expected.size() && row_major.front() == 1) {
-    row_major.erase(row_major.begin());
-  }
-  if (row_major != expected) {
-    std::string want = "[";
-    for (size_t i = 0; i < expected.size(); ++i) {
-      want += (i ? ", " : "") + std::to_string(expected[i]);
-    }
-    want += "]";
-    return InvalidArgumentError(f.path() + ": tensor '" + name + "' has shape " + t->ShapeString() +
-                                ", expected " + want);
-  }
-  const auto dtype = gguf::ToDType(t->type);
-  const bool ok =
-      dtype && (*dtype == DType::kF32 || *dtype == DType::kF16 || *dtype == DType::kBF16 ||
-                *dtype == DType::kQ8_0 || *dtype == DType::kQ4_0 || *dtype == DType::kQ4_1 ||
-                *dtype == DType::kQ4_K || *dtype == DType::kQ6_K);
-  if (!ok) {
-    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
-    return UnimplementedError(f.path() + ": tensor '" + name + "' has type " +
-                              std::string(info ? info->name : "unknown") +
-                              "; supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K");
-  }
-  TensorView v;
-  v.data = const_cast<uint8_t*>(t->data);  // read-only mapping; never written through
-  v.dtype = *dtype;
-  v.shape = expected.size() == 1 ? Shape{expected[0]} : Shape{expected[0], expected[1]};
-  return v;
-}
-
-StatusOr<std::vector<float>> GetVector(const gguf::GgufFile& f, const std::string& name,
-                                       int64_t n) {
-  UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {n}));
-  std::vector<float> out(static_cast<size_t>(n));
-  UNMASK_RETURN_IF_ERROR(ConvertRowToF32(t.dtype, t.data, n, out.data()).WithContext(name));
-  return out;
-}
-
-// An optional bias vector of n elements (f32 or f16); empty when the file has no such tensor.
-StatusOr<std::vector<float>> GetBias(const gguf::GgufFile& f, const std::string& name, int64_t n) {
-  const gguf::TensorInfo* t = f.FindTensor(name);
-  if (t == nullptr) return std::vector<float>();
-  const auto dtype = gguf::ToDType(t->type);
-  if (!dtype || (*dtype != DType::kF32 && *dtype != DType::kF16)) {
-    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
-    return InvalidArgumentError(f.path() + ": tensor '" + name + "' has type " +
-                                std::string(info ? info->name : "unknown") +
-                                "; biases must be f32 or f16");
-  }
-  return GetVector(f, name, n);
 }
 
 // y[r, :] += bias for the first n rows of a row-major [rows, bias.size()] f32 array; no-op when
@@ -105,133 +46,6 @@ Status HeadNorm(const Tensor& t, int64_t n, int64_t heads, const std::vector<flo
   const TensorView rows{t.as<float>(), DType::kF32, Shape{n * heads, head_dim}};
   const TensorView w{const_cast<float*>(weight.data()), DType::kF32, Shape{head_dim}};
   return RmsNorm(rows, w, eps, rows);
-}
-
-// Expert e of a stacked GGUF expert tensor ({cols, rows, E} in GGUF order: row-major
-// [E, rows, cols], each expert an ordinary [rows, cols] matrix).
-StatusOr<std::vector<TensorView>> GetExperts(const gguf::GgufFile& f, const std::string& name,
-                                             int64_t experts, int64_t rows, int64_t cols) {
-  const gguf::TensorInfo* t = f.FindTensor(name);
-  if (t == nullptr) return NotFoundError(f.path() + ": missing tensor '" + name + "'");
-  std::vector<int64_t> dims = t->dims;
-  while (dims.size() > 3 && dims.back() == 1) dims.pop_back();
-  if (dims != std::vector<int64_t>{cols, rows, experts}) {
-    return InvalidArgumentError(
-        f.path() + ": tensor '" + name + "' has shape " + t->ShapeString() + ", expected [" +
-        std::to_string(experts) + ", " + std::to_string(rows) + ", " + std::to_string(cols) +
-        "] (expert_count, rows, cols; GGUF {" + std::to_string(cols) + ", " + std::to_string(rows) +
-        ", " + std::to_string(experts) + "})");
-  }
-  const auto dtype = gguf::ToDType(t->type);
-  if (!dtype || *dtype == DType::kI32) {
-    const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t->type));
-    return UnimplementedError(f.path() + ": tensor '" + name + "' has type " +
-                              std::string(info ? info->name : "unknown") +
-                              "; supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K");
-  }
-  const auto row_bytes = RowBytes(*dtype, cols);
-  if (!row_bytes) {
-    return InvalidArgumentError(f.path() + ": tensor '" + name + "': rows of " +
-                                std::to_string(cols) + " elements do not fill whole " +
-                                std::string(DTypeName(*dtype)) + " blocks");
-  }
-  std::vector<TensorView> out;
-  for (int64_t e = 0; e < experts; ++e) {
-    TensorView v;
-    v.data = const_cast<uint8_t*>(t->data) + static_cast<size_t>(e * rows) * *row_bytes;
-    v.dtype = *dtype;
-    v.shape = Shape{rows, cols};
-    out.push_back(v);
-  }
-  return out;
-}
-
-StatusOr<LinearWeight> GetLinear(const gguf::GgufFile& f, const std::string& name, int64_t rows,
-                                 int64_t cols, WeightMode mode, ComputeType compute) {
-  UNMASK_ASSIGN_OR_RETURN(TensorView t, GetTensor(f, name, {rows, cols}));
-  auto w = LinearWeight::Prepare(std::span<const TensorView>(&t, 1), mode, compute);
-  if (!w.ok()) return w.status().WithContext(f.path() + ": tensor '" + name + "'");
-  return w;
-}
-
-// The MoE FFN of layer prefix `p` (blk.N.): router ffn_gate_inp [E, hidden] (f32 product),
-// optional selection bias exp_probs_b.bias [E], stacked experts ffn_{gate,up,down}_exps, and the
-// shared expert ffn_{gate,up,down}_shexp when the config has one. A tensor whose expert count,
-// width or hidden size disagrees with the config is named with both.
-StatusOr<std::unique_ptr<MoeFfnWeights>> LoadMoe(const gguf::GgufFile& f, const ModelConfig& c,
-                                                 const std::string& p, WeightMode mode,
-                                                 ComputeType compute) {
-  auto w = std::make_unique<MoeFfnWeights>();
-  const int64_t d = c.hidden_size, e_count = c.num_experts, fe = c.expert_ffn_size;
-  const std::string arch = c.architecture + ".";
-  const std::string keys = " (" + arch + "expert_count = " + std::to_string(e_count) + ", " + arch +
-                           "expert_feed_forward_length = " + std::to_string(fe) + ")";
-  auto with_keys = [&](Status s) {
-    return s.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(s.message() + keys) : s;
-  };
-  {
-    auto router = GetTensor(f, p + "ffn_gate_inp.weight", {e_count, d});
-    if (!router.ok()) return with_keys(router.status());
-    const WeightMode router_mode = mode == WeightMode::kOnTheFly ? mode : WeightMode::kPacked;
-    auto prepared = LinearWeight::Prepare(std::span<const TensorView>(&router.value(), 1),
-                                          router_mode, ComputeType::kF32);
-    if (!prepared.ok()) return prepared.status().WithContext(p + "ffn_gate_inp.weight");
-    w->router = std::move(prepared).value();
-  }
-  if (f.FindTensor(p + "exp_probs_b.bias") != nullptr) {
-    auto bias = GetVector(f, p + "exp_probs_b.bias", e_count);
-    if (!bias.ok()) return with_keys(bias.status());
-    w->selection_bias = std::move(bias).value();
-    for (size_t e = 0; e < w->selection_bias.size(); ++e) {
-      if (!std::isfinite(w->selection_bias[e])) {
-        return InvalidArgumentError(f.path() + ": tensor '" + p + "exp_probs_b.bias' holds " +
-                                    std::to_string(w->selection_bias[e]) + " at expert " +
-                                    std::to_string(e) + " (the selection bias must be finite)");
-      }
-    }
-  }
-  auto gate = GetExperts(f, p + "ffn_gate_exps.weight", e_count, fe, d);
-  if (!gate.ok()) return with_keys(gate.status());
-  auto up = GetExperts(f, p + "ffn_up_exps.weight", e_count, fe, d);
-  if (!up.ok()) return with_keys(up.status());
-  auto down = GetExperts(f, p + "ffn_down_exps.weight", e_count, d, fe);
-  if (!down.ok()) return with_keys(down.status());
-  double bytes = 0;
-  for (int64_t e = 0; e < e_count; ++e) {
-    const TensorView parts[2] = {(*gate)[e], (*up)[e]};
-    auto gu = LinearWeight::Prepare(parts, mode, compute);
-    if (!gu.ok()) return gu.status().WithContext(f.path() + ": " + p + "ffn_gate/up_exps");
-    auto dn = LinearWeight::Prepare(std::span<const TensorView>(&(*down)[e], 1), mode, compute);
-    if (!dn.ok()) return dn.status().WithContext(f.path() + ": " + p + "ffn_down_exps");
-    if (e == 0) {
-      // Bytes one expert's product reads: the packed copy, or the stored rows.
-      const size_t owned = gu->owned_bytes() + dn->owned_bytes();
-      bytes = owned > 0 ? static_cast<double>(owned)
-                        : static_cast<double>(*RowBytes((*gate)[0].dtype, d) * fe +
-                                              *RowBytes((*up)[0].dtype, d) * fe +
-                                              *RowBytes((*down)[0].dtype, fe) * d);
-    }
-    w->gate_up.push_back(std::move(gu).value());
-    w->down.push_back(std::move(dn).value());
-  }
-  w->expert_bytes = bytes;
-  if (c.shared_expert_ffn_size > 0) {
-    const int64_t fs = c.shared_expert_ffn_size;
-    UNMASK_ASSIGN_OR_RETURN(TensorView sg, GetTensor(f, p + "ffn_gate_shexp.weight", {fs, d}));
-    UNMASK_ASSIGN_OR_RETURN(TensorView su, GetTensor(f, p + "ffn_up_shexp.weight", {fs, d}));
-    const TensorView parts[2] = {sg, su};
-    auto gu = LinearWeight::Prepare(parts, mode, compute);
-    if (!gu.ok()) return gu.status().WithContext(f.path() + ": " + p + "ffn_gate/up_shexp");
-    w->shared_gate_up = std::move(gu).value();
-    UNMASK_ASSIGN_OR_RETURN(w->shared_down,
-                            GetLinear(f, p + "ffn_down_shexp.weight", d, fs, mode, compute));
-    w->has_shared = true;
-  } else if (f.FindTensor(p + "ffn_gate_shexp.weight") != nullptr) {
-    return InvalidArgumentError(f.path() + ": tensor '" + p +
-                                "ffn_gate_shexp.weight' (a shared expert) but " + arch +
-                                "expert_shared_count is 0 or missing");
-  }
-  return w;
 }
 
 }  // namespace
@@ -321,7 +135,7 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
     UNMASK_ASSIGN_OR_RETURN(L.wo, GetLinear(f, p + "attn_output.weight", d, q, mode, compute));
     tick();
     if (c.is_moe_layer(l)) {
-      UNMASK_ASSIGN_OR_RETURN(L.moe, LoadMoe(f, c, p, mode, compute));
+      UNMASK_ASSIGN_OR_RETURN(L.moe, LoadMoeFfn(f, c, p, mode, compute));
       tick(4 + (L.moe->has_shared ? 3 : 0));
       continue;
     }
