@@ -404,6 +404,16 @@ def build_all(root: str, progress: bool = True) -> dict[str, bytes]:
     return files
 
 
+def check(root: str, files: dict[str, bytes]) -> list[str]:
+    """make_goldens.check (missing or differing files) for this folder, plus its stale files."""
+    problems = [p for p in mg.check(root, files) if not p.startswith(f"{mg.GOLDEN_DIR}/llada")]
+    d = os.path.join(root, OUT_DIR)
+    for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if f"{OUT_DIR}/{fn}" not in files:
+            problems.append(f"{OUT_DIR}/{fn}: stale file")
+    return problems
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -415,14 +425,7 @@ def main() -> int:
     d = os.path.join(args.root, OUT_DIR)
     on_disk = sorted(os.listdir(d)) if os.path.isdir(d) else []
     if args.check:
-        problems = [f"{OUT_DIR}/{fn}: stale file" for fn in on_disk
-                    if f"{OUT_DIR}/{fn}" not in files]
-        for rel, data in files.items():
-            path = os.path.join(args.root, rel)
-            if not os.path.exists(path):
-                problems.append(f"{rel}: missing")
-            elif open(path, "rb").read() != data:
-                problems.append(f"{rel}: content differs")
+        problems = check(args.root, files)
         for p in problems:
             print("MISMATCH " + p, file=sys.stderr)
         print("moe goldens: " + ("OK" if not problems else f"{len(problems)} problems"),

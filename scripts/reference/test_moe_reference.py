@@ -138,12 +138,7 @@ TESTS = [test_route_matches_brute_force, test_all_experts_equal_the_dense_mixtur
 
 
 def check_goldens() -> None:
-    files = mmg.build_all(REPO, progress=False)
-    problems = []
-    for rel, data in files.items():
-        path = os.path.join(REPO, rel)
-        if not os.path.exists(path) or open(path, "rb").read() != data:
-            problems.append(rel)
+    problems = mmg.check(REPO, mmg.build_all(REPO, progress=False))
     for p in problems:
         print("  MISMATCH " + p, file=sys.stderr)
     assert not problems, f"{len(problems)} files differ; run scripts/make_moe_goldens.py"
