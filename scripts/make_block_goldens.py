@@ -62,8 +62,10 @@ FWD_HEADROOM = 20          # numpy's float32 error must stay below bound / FWD_H
 TOLERANCE_NOTE = (
     "Reference logits are float64 from the checkpoint's stored values (BF16 expanded exactly). "
     "An engine computing in float32 (unit roundoff 6e-8) differs by accumulated rounding in dot "
-    "products of length <= 128 over two layers; the same forward in float32 with numpy differs "
-    "from this reference by at most {f32_err:.1e} here (logits up to {absmax:.0f} in magnitude), "
+    "products of length <= 128 over two layers; the same forward in float32 with numpy stays "
+    "within a 20th of atol + rtol * |ref| of this reference at every element (checked when the "
+    "file is written; the exact figure depends on the CPU's BLAS kernels, so it is not "
+    "recorded; logits up to {absmax:.0f} in magnitude), "
     "and the cached and full-recompute procedures agree to {cache_err:.1e} in float64. "
     "atol/rtol leave >= 20x headroom at every element for other summation orders and vectorized "
     "exp (atol 1e-4 would leave < 3x: the sharp attention of these models amplifies rounding); "
@@ -412,7 +414,7 @@ def forward_golden_attempt(name: str, m: HFModel, m32: HFModel, attempt: int) ->
     out.update({"input_ids": ids, "prefill_length": lo, "positions": positions,
                 "logits": _rows(rows), "atol": atol, "rtol": FWD_RTOL,
                 "tolerance_note": TOLERANCE_NOTE.format(
-                    f32_err=float(f32_err.max()), absmax=float(np.max(np.abs(rows))),
+                    absmax=float(np.max(np.abs(rows))),
                     cache_err=max(cache_err, 1e-16))})
     if m.cfg.moe is not None:
         # Routing of the uncached forward with every position's logits: distinct experts per

@@ -155,11 +155,14 @@ TOLERANCE_NOTE = (
     "Reference logits are float64 (dequantized weights, float64 arithmetic). An engine that "
     "computes in float32 differs by accumulated rounding: float32 has unit roundoff 6e-8, dot "
     "products of length <= 64 and two layers grow that to ~1e-6 relative per activation; the "
-    "same forward computed in float32 with numpy differs from this reference by at most "
-    "{f32_err:.1e} (logits of magnitude up to {absmax:.0f}). atol/rtol leave ~100x headroom for "
-    "other summation orders and vectorized exp, while any real bug (RoPE layout, GQA head "
+    "same forward computed in float32 with numpy stays within a tenth of atol + rtol * |ref| of "
+    "this reference (checked when the file is written; the exact figure depends on the CPU's "
+    "BLAS kernels, so it is not recorded; logits of magnitude up to {absmax:.0f}). atol/rtol "
+    "leave >= 10x headroom for other summation orders and vectorized exp, while any real bug (RoPE layout, GQA head "
     "mapping, missing norm weight) changes logits by O(1). Compare |got - ref| <= atol + rtol * |ref|.")
 FWD_ATOL = 1e-3
+# numpy's float32 forward must stay within this share of the tolerance (TOLERANCE_NOTE).
+F32_SHARE = 0.1
 FWD_RTOL = 1e-4
 
 
@@ -250,8 +253,8 @@ def forward_golden(name: str, m: LladaModel, m32: LladaModel) -> dict:
     logits = m.forward(ids)
     l32 = m32.forward(ids).astype(np.float64)
     err = float(np.max(np.abs(logits - l32)))
-    assert err <= 0.01 * (FWD_ATOL + FWD_RTOL * float(np.max(np.abs(logits)))), err
-    note = TOLERANCE_NOTE.format(f32_err=err, absmax=float(np.max(np.abs(logits))))
+    assert err <= F32_SHARE * (FWD_ATOL + FWD_RTOL * float(np.max(np.abs(logits)))), err
+    note = TOLERANCE_NOTE.format(absmax=float(np.max(np.abs(logits))))
     return {"model": name + ".gguf", "input_ids": ids,
             "logits": [[float(f"{v:.9g}") for v in row] for row in logits],
             "atol": FWD_ATOL, "rtol": FWD_RTOL, "tolerance_note": note}

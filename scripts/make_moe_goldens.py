@@ -53,11 +53,14 @@ SPECIAL = {"tokenizer.ggml.mask_token_id": mh.MASK, "tokenizer.ggml.eos_token_id
 
 
 class _Keys:
+    def __init__(self, special: dict):
+        self.special = special
+
     def require(self, key):
-        return SPECIAL[key]
+        return self.special[key]
 
     def get(self, key, default=None):
-        return SPECIAL.get(key, default)
+        return self.special.get(key, default)
 
 
 @dataclass
@@ -67,11 +70,13 @@ class _Cfg:
 
 
 class DiffusionView:
-    """An HF MoE folder as generate.py's model: a full bidirectional forward of the canvas."""
+    """An HF MoE folder as generate.py's model: a full bidirectional forward of the canvas.
+    special: the tokenizer.ggml.*_token_id keys generate reads (default: the qwen-style
+    tokenizer's of the tiny checkpoints)."""
 
-    def __init__(self, folder: str, dtype):
+    def __init__(self, folder: str, dtype, special: dict | None = None):
         self.m = HFModel(folder, dtype)
-        self.gguf = _Keys()
+        self.gguf = _Keys(SPECIAL if special is None else special)
         self.cfg = _Cfg(int(self.m.cfg.raw["max_position_embeddings"]), self.m.cfg.vocab_size)
         self.stats: dict = {}
 

@@ -57,20 +57,28 @@ def load_gguf_model(path, dtype=torch.float64):
     import export_block
     names = {gg: ck for ck, gg, _, _ in export_block.tensors(
         {k: None for k in BlockModel(cfg).state_dict()}, cfg)}
+    return gguf_weights_into(BlockModel(cfg), reader, names, dtype), kv
+
+
+def gguf_weights_into(m, reader, names, dtype):
+    """m (a BlockModel or subclass) in dtype with the GGUF's tensors (names: GGUF name ->
+    state-dict key; F16 expanded exactly); in float64 the RoPE tables are rebuilt in float64 too
+    (the model's are float32). Returns m in eval mode."""
     state = {}
     for t in reader.tensors:
         arr = np.asarray(t.data).astype(np.float64).reshape([int(d) for d in reversed(t.shape)])
         state[names[t.name]] = torch.from_numpy(arr.copy())
-    m = BlockModel(cfg).to(dtype)
+    m = m.to(dtype)
     m.load_state_dict(state)
-    if dtype == torch.float64:  # the RoPE tables in float64 too (the model's are float32)
+    cfg = m.cfg
+    if dtype == torch.float64:
         inv = cfg.rope_base ** (-torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) /
                                 cfg.head_dim)
         ang = torch.arange(cfg.context, dtype=torch.float64)[:, None] * inv[None, :]
         ang = torch.cat([ang, ang], -1)
         m.cos, m.sin = torch.cos(ang), torch.sin(ang)
     m.eval()
-    return m, kv
+    return m
 
 
 def main():

@@ -63,13 +63,17 @@ def tensors(sd, cfg):
     return out
 
 
-def export_gguf(sd, cfg, tokenizer_json, out, name):
-    w = gguf.GGUFWriter(str(out), ARCH)
+def gguf_writer(cfg, tokenizer_json, out, name, arch=ARCH):
+    """A GGUFWriter for `arch` with the shape keys of cfg (a BlockConfig) and the twins' tokenizer
+    keys written; (writer, special token ids). feed_forward_length only when cfg.ffn > 0 (the MoE
+    twins have no dense FFN), diffusion.block_length only for `sdar` and `sdar-moe`."""
+    w = gguf.GGUFWriter(str(out), arch)
     w.add_name(name)
     w.add_context_length(cfg.context)
     w.add_embedding_length(cfg.dim)
     w.add_block_count(cfg.layers)
-    w.add_feed_forward_length(cfg.ffn)
+    if cfg.ffn > 0:
+        w.add_feed_forward_length(cfg.ffn)
     w.add_head_count(cfg.heads)
     w.add_head_count_kv(cfg.heads)
     w.add_key_length(cfg.head_dim)
@@ -79,7 +83,8 @@ def export_gguf(sd, cfg, tokenizer_json, out, name):
     w.add_rope_dimension_count(cfg.head_dim)
     w.add_vocab_size(cfg.vocab_size)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    w.add_uint32("diffusion.block_length", cfg.block_length)
+    if arch in ("sdar", "sdar-moe"):
+        w.add_uint32("diffusion.block_length", cfg.block_length)
     tokens, types, merges, ids = tokenizer_fields(tokenizer_json)
     if len(tokens) != cfg.vocab_size:
         raise SystemExit(f"tokenizer has {len(tokens)} tokens, the model {cfg.vocab_size}")
@@ -95,26 +100,32 @@ def export_gguf(sd, cfg, tokenizer_json, out, name):
     w.add_mask_token_id(ids["mask"])
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
-    for ck, gg, _, mat in tensors(sd, cfg):
-        a = sd[ck].detach().float().numpy()
-        w.add_tensor(gg, a.astype(np.float16 if mat else np.float32))
+    return w, ids
+
+
+def write_gguf(w, out):
+    """Writes a filled GGUFWriter to out (making its folder)."""
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def export_gguf(sd, cfg, tokenizer_json, out, name):
+    w, ids = gguf_writer(cfg, tokenizer_json, out, name)
+    for ck, gg, _, mat in tensors(sd, cfg):
+        a = sd[ck].detach().float().numpy()
+        w.add_tensor(gg, a.astype(np.float16 if mat else np.float32))
+    write_gguf(w, out)
     return ids
 
 
 def export_hf(sd, cfg, tokenizer_json, folder, ids):
-    from safetensors.numpy import save_file
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     weights = {}
     for ck, _, hf, mat in tensors(sd, cfg):
         a = sd[ck].detach().float().numpy()
         weights[hf] = np.ascontiguousarray(a.astype(np.float16 if mat else np.float32))
-    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
     config = {
         "architectures": ["SDARForCausalLM"],
         "attention_bias": False,
@@ -149,11 +160,23 @@ def export_hf(sd, cfg, tokenizer_json, folder, ids):
         "use_sliding_window": False,
         "vocab_size": cfg.vocab_size,
     }
+    write_hf(folder, weights, config, tokenizer_json, ids, cfg.context)
+
+
+def write_hf(folder, weights, config, tokenizer_json, ids, context):
+    """Writes an HF folder: model.safetensors (weights: name -> array), config.json,
+    generation_config.json, the twins' tokenizer.json (not when tokenizer_json is None) and a
+    tokenizer_config.json naming the special tokens (ids: bos/eos/pad/mask)."""
+    from safetensors.numpy import save_file
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (folder / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": ids["bos"], "eos_token_id": ids["eos"], "pad_token_id": ids["pad"],
          "transformers_version": "4.52.4"}, indent=2) + "\n")
-    shutil.copyfile(tokenizer_json, folder / "tokenizer.json")
+    if tokenizer_json is not None:
+        shutil.copyfile(tokenizer_json, folder / "tokenizer.json")
     added = {str(ids[k]): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
                            "single_word": False, "special": True}
              for k, t in (("bos", data.BOS), ("eos", data.EOS), ("pad", data.PAD),
@@ -161,7 +184,7 @@ def export_hf(sd, cfg, tokenizer_json, folder, ids):
     tc = {"add_bos_token": True, "add_eos_token": False, "added_tokens_decoder": added,
           "bos_token": data.BOS, "eos_token": data.EOS, "pad_token": data.PAD,
           "mask_token": data.MASK, "clean_up_tokenization_spaces": False,
-          "model_max_length": cfg.context, "tokenizer_class": "PreTrainedTokenizerFast"}
+          "model_max_length": context, "tokenizer_class": "PreTrainedTokenizerFast"}
     (folder / "tokenizer_config.json").write_text(json.dumps(tc, indent=2) + "\n")
 
 

@@ -112,8 +112,15 @@ class Layer(nn.Module):
         else:
             att = self._train_attention(q, k, v, train_length, train_bias)
         x = x[:, :nq] + self.drop(self.wo(att.transpose(1, 2).reshape(B, nq, -1)))
-        h = self.ffn_norm(x)
-        return x + self.drop(self.w_down(F.silu(self.w_gate(h)) * self.w_up(h)))
+        return x + self.drop(self.ffn(self.ffn_norm(x)))
+
+    def residual_projections(self):
+        """The weights that write into the residual stream (GPT-2's scaled init)."""
+        return [self.wo.weight, self.w_down.weight]
+
+    def ffn(self, h):
+        """The SwiGLU FFN down(silu(gate(h)) * up(h)) of h [B, T, D] (model_moe.py swaps it)."""
+        return self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
 
     def _train_attention(self, q, k, v, L, bias0):
         B, H, nq, hd = q.shape
@@ -135,11 +142,13 @@ class Layer(nn.Module):
 
 
 class BlockModel(nn.Module):
+    layer_class = Layer  # model_moe.MoeModel's layers replace the FFN
+
     def __init__(self, cfg: BlockConfig):
         super().__init__()
         self.cfg = cfg
         self.tok_embd = nn.Embedding(cfg.vocab_size, cfg.dim)
-        self.blocks = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))
+        self.blocks = nn.ModuleList(self.layer_class(cfg) for _ in range(cfg.layers))
         self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         cos, sin = rope_tables(cfg.head_dim, cfg.context, cfg.rope_base)
@@ -151,7 +160,7 @@ class BlockModel(nn.Module):
         self.register_buffer("infer_bias", self._bias(block_causal_mask(L, Bk)), persistent=False)
         self.apply(self._init)
         for b in self.blocks:  # GPT-2-style scaled init of the residual projections (as the twins)
-            for w in (b.wo.weight, b.w_down.weight):
+            for w in b.residual_projections():
                 nn.init.normal_(w, std=0.02 / math.sqrt(2 * cfg.layers))
 
     @staticmethod

@@ -10,6 +10,10 @@
   --objective ar    : next-token cross-entropy with causal attention.
 Both twins use the same layout, size, data order, token budget, optimizer (AdamW) and schedule
 (linear warm-up, cosine decay), so they differ only in the objective and the attention mask.
+With --experts E (> 0) the model is an MoE twin instead (model_moe.py: the block twin's Qwen3
+layout, every FFN replaced by E routed experts of width --expert-ffn, --top-k of them per position,
+bidirectional for llada and causal for ar), and the loss adds the Switch load-balancing term
+(--aux-weight); exported as llama.cpp's `llada-moe` or `qwen3moe` (export_moe.py).
 Writes into --out-dir: checkpoint.pt, log.jsonl (one line per logged step), loss.svg (loss curves)
 and, with --gguf, the exported model.
 
@@ -37,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import data  # noqa: E402
 import plot  # noqa: E402
 from model import ModelConfig, TwinModel  # noqa: E402
+from model_moe import MoeConfig, MoeModel  # noqa: E402
 
 TORCH_VERSION = "1.13.1"  # Debian 12's python3-torch (CPU), installed by scripts/install-deps.sh
 MASK_EPS = 1e-3  # LLaDA forward_process eps: p_mask = (1 - eps) t + eps
@@ -119,6 +124,12 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.1, help="residual dropout (both twins)")
     ap.add_argument("--t-sampler", choices=["stratified", "uniform"], default="stratified",
                     help="how the batch's diffusion times are drawn (llada objective)")
+    ap.add_argument("--experts", type=int, default=0,
+                    help="routed experts per layer: an MoE twin (0: the dense twin)")
+    ap.add_argument("--top-k", type=int, default=2, help="experts per position (MoE twin)")
+    ap.add_argument("--expert-ffn", type=int, default=256, help="each expert's width (MoE twin)")
+    ap.add_argument("--aux-weight", type=float, default=0.01,
+                    help="weight of the load-balancing loss (MoE twin; LLaDA-MoE/OLMoE: 0.01)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     args = ap.parse_args()
@@ -142,16 +153,25 @@ def main():
     tok = Tokenizer.from_file(args.tokenizer)
     ids = {k: tok.token_to_id(v) for k, v in (("bos", data.BOS), ("eos", data.EOS),
                                                ("pad", data.PAD), ("mask", data.MASK))}
-    cfg = ModelConfig(vocab_size=tok.get_vocab_size(), dim=args.dim, layers=args.layers,
-                      heads=args.heads, ffn=args.ffn, context=args.context,
-                      causal=args.objective == "ar", dropout=args.dropout)
+    moe = args.experts > 0
+    if moe:
+        cfg = MoeConfig(vocab_size=tok.get_vocab_size(), dim=args.dim, layers=args.layers,
+                        heads=args.heads, head_dim=args.dim // args.heads, ffn=0,
+                        context=args.context,
+                        block_length=1 if args.objective == "ar" else args.context,
+                        dropout=args.dropout, experts=args.experts, top_k=args.top_k,
+                        expert_ffn=args.expert_ffn, aux_weight=args.aux_weight)
+    else:
+        cfg = ModelConfig(vocab_size=tok.get_vocab_size(), dim=args.dim, layers=args.layers,
+                          heads=args.heads, ffn=args.ffn, context=args.context,
+                          causal=args.objective == "ar", dropout=args.dropout)
     splits = data.load_splits(args.corpus)
     train_stream = encode_stream(tok, splits["train"], ids)
     val_seqs = torch.tensor(data.stream_windows(encode_stream(tok, splits["validation"], ids),
                                                 cfg.context), dtype=torch.long)
     num_windows = len(train_stream) // cfg.context
 
-    model = TwinModel(cfg)
+    model = MoeModel(cfg) if moe else TwinModel(cfg)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
@@ -191,7 +211,9 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
             loss = (llada_loss(model, x, ids["mask"], gen, args.t_sampler == "stratified")
-                    if cfg.causal is False else ar_loss(model, x))
+                    if args.objective == "llada" else ar_loss(model, x))
+            if moe:
+                loss = loss + model.aux_loss()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -200,6 +222,9 @@ def main():
             ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
             record = {"step": step, "tokens": step * args.batch * cfg.context, "loss": loss.item(),
                       "lr": lr_at(step - 1), "seconds": round(time.time() - start, 2)}
+            if moe:  # the routing's balance: aux (1 = uniform) and the busiest expert's share
+                record["aux"] = round(model.aux_loss().item() / args.aux_weight, 4)
+                record["max_load"] = round(model.expert_load().max().item(), 4)
             if step % args.eval_every == 0 or step == total_steps:
                 record["val_loss"] = evaluate(model, args.objective, val_seqs, ids["mask"], args.batch)
                 bar.set_postfix(loss=f"{ema:.3f}", val=f"{record['val_loss']:.3f}")
@@ -211,11 +236,12 @@ def main():
     bar.close()
     log.close()
     minutes = (time.time() - start) / 60
+    name = f"unmask-tinystories-{'moe-' if moe else ''}{args.objective}"
     torch.save({"config": cfg.to_dict(), "model": model.state_dict(), "tokenizer": args.tokenizer,
-                "objective": args.objective, "steps": step, "minutes": minutes,
-                "args": vars(args), "name": f"unmask-tinystories-{args.objective}"},
+                "objective": args.objective, "steps": step, "minutes": minutes, "moe": moe,
+                "args": vars(args), "name": name},
                out / "checkpoint.pt")
-    plot.loss_svg(out / "log.jsonl", out / "loss.svg", title=f"{args.objective} twin")
+    plot.loss_svg(out / "log.jsonl", out / "loss.svg", title=f"{name} twin")
     summary = {"objective": args.objective, "parameters": model.num_parameters(), "steps": step,
                "tokens": step * args.batch * cfg.context, "epochs": step / steps_per_epoch,
                "minutes": round(minutes, 2), "threads": torch.get_num_threads(),
@@ -226,7 +252,8 @@ def main():
           file=sys.stderr)
     if args.gguf:
         import export_gguf
-        export_gguf.export(out / "checkpoint.pt", args.gguf)
+        import export_moe
+        (export_moe.export if moe else export_gguf.export)(out / "checkpoint.pt", args.gguf)
         print(f"exported {args.gguf}", file=sys.stderr)
 
 

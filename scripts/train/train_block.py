@@ -20,6 +20,10 @@ linear warm-up 100 steps to 2e-3, cosine to 2e-4 over the run's 1,976 steps, res
   --init scratch : random init (the twins' init)
   --init ar      : the AR twin's weights (models/unmask-tinystories-ar.gguf), Q/K rows reordered
                    to rotate-half, q/k norms 1 (model_block.from_ar_twin)
+  --init moe-ar  : the MoE AR twin's checkpoint (--ar-checkpoint, train.py --experts: the same
+                   MoeModel layout, so every weight is kept as it is); the model stays an MoE
+                   model (model_moe.py), the loss adds its load-balancing term, and it exports
+                   as `sdar-moe` (export_moe.py): the MoE block twin
   --stop-at N    : stop after step N of the (full-length) schedule and save a resumable checkpoint
   --resume CK    : continue such a checkpoint (same data order, RNG states and optimizer state),
                    so a pilot can be continued into the final run with its steps counted.
@@ -55,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import data  # noqa: E402
 import plot  # noqa: E402
 from model_block import BlockConfig, BlockModel, from_ar_twin  # noqa: E402
+from model_moe import MoeConfig, MoeModel  # noqa: E402
 
 MASK_EPS = 1e-3
 CERTAINTY_TEMPERATURE = 0.5  # dParallel's entropy temperature
@@ -117,7 +122,9 @@ def evaluate(model, seqs, mask_id, batch):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--init", choices=["scratch", "ar"], default="scratch")
+    ap.add_argument("--init", choices=["scratch", "ar", "moe-ar"], default="scratch")
+    ap.add_argument("--ar-checkpoint", default=str(REPO / "build/train/moe-ar/checkpoint.pt"),
+                    help="--init moe-ar: the MoE AR twin's train.py checkpoint")
     ap.add_argument("--ar-gguf", default=str(REPO / "models/unmask-tinystories-ar.gguf"))
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--tokenizer", default="build/train/tokenizer.json")
@@ -172,7 +179,17 @@ def main():
     val_seqs = torch.tensor(data.stream_windows(stream(splits["validation"]), cfg.context),
                             dtype=torch.long)
 
-    model = from_ar_twin(args.ar_gguf, cfg) if args.init == "ar" else BlockModel(cfg)
+    moe = args.init == "moe-ar"
+    if moe:
+        ar = torch.load(args.ar_checkpoint, map_location="cpu")
+        if not ar.get("moe") or ar.get("objective") != "ar":
+            raise SystemExit(f"{args.ar_checkpoint}: not an MoE AR twin (train.py --experts)")
+        cfg = MoeConfig(**{**ar["config"], "block_length": args.block_length,
+                           "dropout": args.dropout})
+        model = MoeModel(cfg)
+        model.load_state_dict(ar["model"])
+    else:
+        model = from_ar_twin(args.ar_gguf, cfg) if args.init == "ar" else BlockModel(cfg)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -224,7 +241,8 @@ def main():
         ck = {"config": cfg.to_dict(), "model": model.state_dict(), "tokenizer": args.tokenizer,
               "objective": "block_diffusion", "steps": step, "total_steps": total_steps,
               "minutes": seconds / 60, "seconds": seconds, "args": vars(args), "ema": ema,
-              "name": "unmask-tinystories-block"}
+              "name": "unmask-tinystories-moe-block" if moe else "unmask-tinystories-block",
+              "moe": moe, "tokenizer": args.tokenizer}
         if step < total_steps:
             ck.update(optimizer=opt.state_dict(), gen_state=gen.get_state(),
                       torch_rng_state=torch.get_rng_state())
@@ -250,6 +268,8 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
             loss, nelbo = block_diffusion_loss(model, x, ids["mask"], gen, args.entropy_weight)
+            if moe:
+                loss = loss + model.aux_loss()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -311,6 +311,14 @@ void Scheduler::RecordForward(ModelState& ms, const ForwardStats& fs) {
   ms.load.totals.flops += fs.flops;
   ms.load.totals.bytes += fs.bytes();
   ms.load.totals.forward_ms += fs.ms;
+  ms.load.totals.moe_layer_forwards += fs.moe_layers;
+  ms.load.totals.experts_hit += fs.experts_hit;
+  ms.load.totals.expert_bytes += fs.expert_bytes;
+  if (fs.moe_layers > 0) {
+    ms.load.totals.experts_uniform +=
+        static_cast<double>(fs.moe_layers) *
+        ms.m.model->config().ExpectedExpertsHit(static_cast<double>(fs.num_positions));
+  }
   // Refine the per-position cost from forwards large enough to measure it (EMA, weight 0.1).
   if (fs.num_positions >= 8) {
     const double per =

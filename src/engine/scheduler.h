@@ -59,6 +59,13 @@ struct ForwardTotals {
   double flops = 0;
   double bytes = 0;       // weights + KV cache + activations (ForwardStats::bytes)
   double forward_ms = 0;  // wall time inside Model::Forward
+  // Mixture-of-experts models (zeros for dense ones), summed over the forwards (ForwardStats):
+  int64_t moe_layer_forwards = 0;  // MoE layers run
+  int64_t experts_hit = 0;         // distinct experts with rows, summed over the layers
+  double expert_bytes = 0;         // bytes of the hit experts' weights (counted in `bytes`)
+  // What uniform independent routing would hit, ModelConfig::ExpectedExpertsHit(positions of
+  // each forward), summed like experts_hit: the measured routing's upper-bound baseline.
+  double experts_uniform = 0;
 };
 
 // Live load of one model (for the router and /metrics).

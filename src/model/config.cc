@@ -128,6 +128,10 @@ Status ReadMoeConfig(const gguf::GgufFile& f, ModelConfig* cp) {
   if (f.Find(p + "expert_weights_scale")) {
     UNMASK_ASSIGN_OR_RETURN(const double scale, f.GetFloat(p + "expert_weights_scale"));
     // llama.cpp writes 0 for "no scale" in some converters.
+    if (!(scale >= 0) || !std::isfinite(static_cast<float>(scale))) {
+      return InvalidArgumentError(f.path() + ": " + p + "expert_weights_scale must be a finite " +
+                                  "number >= 0 (0: no scale), got " + std::to_string(scale));
+    }
     r.scale = scale == 0.0 ? 1.0f : static_cast<float>(scale);
   }
   if (f.Find(p + "expert_gating_func")) {

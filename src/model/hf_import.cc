@@ -105,8 +105,8 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportHfCheckpoint(const std::string& 
   }
   UNMASK_ASSIGN_OR_RETURN(d.head_dim, cfg.Int("head_dim", d.hidden / d.heads));
   UNMASK_ASSIGN_OR_RETURN(const int64_t context, cfg.Int("max_position_embeddings"));
-  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.Float("rms_norm_eps"));
-  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.Float("rope_theta", 10000.0));
+  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.FloatBelow("rms_norm_eps", 1.0));
+  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.FloatBelow("rope_theta", 3.4e38, 10000.0));
   UNMASK_ASSIGN_OR_RETURN(bool tied, cfg.Bool("tie_word_embeddings", false));
   if (!tied && ck.Find("lm_head.weight") == nullptr) {
     return InvalidArgumentError(cpath +

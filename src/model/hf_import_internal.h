@@ -6,6 +6,8 @@
 #define UNMASK_MODEL_HF_IMPORT_INTERNAL_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -75,6 +77,17 @@ class ConfigReader {
     const json& v = c_[key];
     if (!v.is_number() || !(v.get<double>() > 0)) return Bad(key, "a positive number");
     return v.get<double>();
+  }
+  // Float, also below `max` (exclusive): rms_norm_eps below 1, rope_theta within float32.
+  StatusOr<double> FloatBelow(const char* key, double max,
+                              std::optional<double> fallback = std::nullopt) const {
+    UNMASK_ASSIGN_OR_RETURN(const double v, Float(key, fallback));
+    if (!(v < max)) {
+      char buf[40];
+      std::snprintf(buf, sizeof(buf), "%g", max);
+      return Bad(key, std::string("a positive number below ") + buf);
+    }
+    return v;
   }
   StatusOr<bool> Bool(const char* key, bool fallback) const {
     if (!Has(key)) return fallback;
@@ -245,8 +258,9 @@ class TensorMapper {
     return Status::Ok();
   }
 
-  // Every tensor of the folder must have been mapped or ignored.
-  Status CheckNoExtras() const {
+  // Every tensor of the folder must have been mapped or ignored. hint(name), when given, names
+  // the config.json key that left the tensor out (appended inside the message's parentheses).
+  Status CheckNoExtras(const std::function<std::string(const std::string&)>& hint = {}) const {
     for (const safetensors::TensorInfo* t : ck_.tensors()) {
       if (used_.count(t->name) != 0) continue;
       if (t->name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old transformers
@@ -256,7 +270,7 @@ class TensorMapper {
           std::string(arch_.hf) + " layout" +
           (expert ? " with config.json num_experts = " + std::to_string(d_.experts)
                   : std::string()) +
-          ")");
+          (hint ? hint(t->name) : std::string()) + ")");
     }
     return Status::Ok();
   }

@@ -43,8 +43,8 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada(std::shared_ptr<Owned> own
   }
   d.head_dim = d.hidden / d.heads;
   UNMASK_ASSIGN_OR_RETURN(const int64_t context, cfg.Int("max_sequence_length"));
-  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.Float("rms_norm_eps"));
-  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.Float("rope_theta", 10000.0));
+  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.FloatBelow("rms_norm_eps", 1.0));
+  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.FloatBelow("rope_theta", 3.4e38, 10000.0));
   UNMASK_ASSIGN_OR_RETURN(const bool tied, cfg.Bool("weight_tying", false));
 
   std::vector<gguf::MetadataEntry> md;

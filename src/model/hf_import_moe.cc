@@ -1,4 +1,7 @@
 #include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "model/hf_import_internal.h"
 
@@ -40,7 +43,11 @@ Status ReadMoeKeys(const ConfigReader& cfg, const json& c, const HfArch& arch, D
     UNMASK_ASSIGN_OR_RETURN(d->expert_ffn, cfg.Int("expert_intermediate_size"));
     if (cfg.Has("moe_layer_freq")) {
       const json& f = c["moe_layer_freq"];
-      bool all_moe = f.is_array() && static_cast<int64_t>(f.size()) == d->layers;
+      if (!f.is_array() || static_cast<int64_t>(f.size()) != d->layers) {
+        return cfg.Bad("moe_layer_freq",
+                       "a list of num_hidden_layers (" + std::to_string(d->layers) + ") entries");
+      }
+      bool all_moe = true;
       for (const json& v : f) all_moe = all_moe && v.is_number_integer() && v.get<int64_t>() == 1;
       if (!all_moe) return refuse("moe_layer_freq", "only every layer MoE: [1, 1, ...]");
     }
@@ -184,20 +191,33 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
   UNMASK_ASSIGN_OR_RETURN(const int64_t groups_used, cfg.Int("topk_group", groups));
   if (top_k > d.experts) return cfg.Bad("num_experts_per_tok", "at most num_experts");
   if (d.experts % groups != 0) return cfg.Bad("n_group", "a divisor of num_experts");
-  if (groups_used > groups || groups_used * (d.experts / groups) < top_k) {
+  if (groups_used > groups) {
+    return cfg.Bad("topk_group", "at most n_group (" + std::to_string(groups) + ")");
+  }
+  if (groups_used * (d.experts / groups) < top_k) {
     return cfg.Bad("topk_group",
-                   "at most n_group, and its groups must hold num_experts_per_tok experts");
+                   "large enough that its groups of " + std::to_string(d.experts / groups) +
+                       " experts hold num_experts_per_tok (" + std::to_string(top_k) + ") experts");
   }
   UNMASK_ASSIGN_OR_RETURN(const bool norm, cfg.Bool("norm_topk_prob", true));
   UNMASK_ASSIGN_OR_RETURN(const double scale, cfg.Float("routed_scaling_factor", 1.0));
   UNMASK_RETURN_IF_ERROR(CheckScale(cfg, scale));
   UNMASK_ASSIGN_OR_RETURN(const bool bias, cfg.Bool("moe_router_enable_expert_bias", false));
+  // LLaDA2MoeRotaryEmbedding: int(head_dim * partial_rotary_factor) rotated dims (truncated).
   int64_t rope_dim = d.head_dim;
-  if (cfg.Has("rotary_dim")) {
-    UNMASK_ASSIGN_OR_RETURN(rope_dim, cfg.Int("rotary_dim"));
-  } else if (cfg.Has("partial_rotary_factor")) {
+  if (cfg.Has("partial_rotary_factor")) {
     UNMASK_ASSIGN_OR_RETURN(const double f, cfg.Float("partial_rotary_factor"));
-    rope_dim = static_cast<int64_t>(static_cast<double>(d.head_dim) * f + 0.5);
+    if (f > 1) return cfg.Bad("partial_rotary_factor", "in (0, 1]");
+    rope_dim = static_cast<int64_t>(static_cast<double>(d.head_dim) * f);
+  }
+  if (cfg.Has("rotary_dim")) {
+    UNMASK_ASSIGN_OR_RETURN(const int64_t r, cfg.Int("rotary_dim"));
+    if (cfg.Has("partial_rotary_factor") && r != rope_dim) {
+      return InvalidArgumentError(cpath + ": rotary_dim (" + std::to_string(r) +
+                                  ") disagrees with partial_rotary_factor x head_dim (" +
+                                  std::to_string(rope_dim) + ")");
+    }
+    rope_dim = r;
   }
   if (rope_dim > d.head_dim || rope_dim % 2 != 0 || rope_dim < 2) {
     return InvalidArgumentError(cpath + ": rotary_dim / partial_rotary_factor give " +
@@ -205,8 +225,8 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
                                 "in [2, head_dim = " + std::to_string(d.head_dim) + "]");
   }
   UNMASK_ASSIGN_OR_RETURN(const int64_t context, cfg.Int("max_position_embeddings"));
-  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.Float("rms_norm_eps"));
-  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.Float("rope_theta", 10000.0));
+  UNMASK_ASSIGN_OR_RETURN(const double eps, cfg.FloatBelow("rms_norm_eps", 1.0));
+  UNMASK_ASSIGN_OR_RETURN(const double theta, cfg.FloatBelow("rope_theta", 3.4e38, 10000.0));
   UNMASK_ASSIGN_OR_RETURN(const bool tied, cfg.Bool("tie_word_embeddings", false));
   UNMASK_ASSIGN_OR_RETURN(const int64_t block, cfg.Int("block_size", 32));
 
@@ -270,19 +290,28 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
         m.Map(h + "attention.dense.weight", g + "attn_output.weight", {d.hidden, q}));
     UNMASK_RETURN_IF_ERROR(
         m.Map(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d.hidden}));
+    // A layer's FFN kind follows first_k_dense_replace; an error says so.
+    const std::string kind = " (config.json first_k_dense_replace = " + std::to_string(dense) +
+                             " makes layer " + std::to_string(l) +
+                             (l < dense ? " dense)" : " MoE)");
+    auto named = [&](Status s, const std::string& why) {
+      return s.ok() ? s : Status(s.code(), s.message() + why);
+    };
     if (l < dense) {
-      UNMASK_RETURN_IF_ERROR(
-          m.Map(h + "mlp.gate_proj.weight", g + "ffn_gate.weight", {d.ffn, d.hidden}));
-      UNMASK_RETURN_IF_ERROR(
-          m.Map(h + "mlp.up_proj.weight", g + "ffn_up.weight", {d.ffn, d.hidden}));
-      UNMASK_RETURN_IF_ERROR(
-          m.Map(h + "mlp.down_proj.weight", g + "ffn_down.weight", {d.hidden, d.ffn}));
+      for (const auto& [hf, gg, shape] :
+           {std::tuple{"gate_proj", "ffn_gate", std::vector<int64_t>{d.ffn, d.hidden}},
+            std::tuple{"up_proj", "ffn_up", std::vector<int64_t>{d.ffn, d.hidden}},
+            std::tuple{"down_proj", "ffn_down", std::vector<int64_t>{d.hidden, d.ffn}}}) {
+        UNMASK_RETURN_IF_ERROR(
+            named(m.Map(h + "mlp." + hf + ".weight", g + gg + ".weight", shape), kind));
+      }
       continue;
     }
-    UNMASK_RETURN_IF_ERROR(MapRoutedExperts(m, h, g, d, experts));
+    UNMASK_RETURN_IF_ERROR(named(MapRoutedExperts(m, h, g, d, experts), kind));
     if (bias) {
       UNMASK_RETURN_IF_ERROR(
-          m.Map(h + "mlp.gate.expert_bias", g + "exp_probs_b.bias", {d.experts}));
+          named(m.Map(h + "mlp.gate.expert_bias", g + "exp_probs_b.bias", {d.experts}),
+                " (config.json moe_router_enable_expert_bias = true)"));
     }
     if (shared > 0) {
       const int64_t fs = shared * d.expert_ffn;
@@ -301,7 +330,20 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> ImportLlada2(std::shared_ptr<Owned> ow
   } else {
     UNMASK_RETURN_IF_ERROR(m.Map("lm_head.weight", "output.weight", {d.vocab, d.hidden}));
   }
-  UNMASK_RETURN_IF_ERROR(m.CheckNoExtras());
+  UNMASK_RETURN_IF_ERROR(m.CheckNoExtras([&](const std::string& name) -> std::string {
+    if (name.find("expert_bias") != std::string::npos) {
+      return " with config.json moe_router_enable_expert_bias = false";
+    }
+    if (name.find("shared_experts") != std::string::npos) {
+      return " with config.json num_shared_experts = " + std::to_string(shared);
+    }
+    if (name.find(".mlp.gate_proj") != std::string::npos ||
+        name.find(".mlp.up_proj") != std::string::npos ||
+        name.find(".mlp.down_proj") != std::string::npos) {
+      return " with config.json first_k_dense_replace = " + std::to_string(dense);
+    }
+    return "";
+  }));
   return FinishView(cfg, std::move(owned), std::move(md), m, d.vocab, with_tokenizer);
 }
 

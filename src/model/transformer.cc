@@ -439,8 +439,12 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
     UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(resid, 0, n), ffn_norm, c.rms_eps, Rows(normed, 0, n)));
     if (L.moe) {
       MoeFfnCounters counters;
+      // A NaN router logit comes from the layer's input (NaN weights or activations upstream):
+      // the error names the layer.
       UNMASK_RETURN_IF_ERROR(
-          MoeFfn(Rows(normed, 0, n), *L.moe, c.routing, ws, Rows(ws.proj, 0, n), &counters));
+          MoeFfn(Rows(normed, 0, n), *L.moe, c.routing, ws, Rows(ws.proj, 0, n), &counters)
+              .WithContext("layer " + std::to_string(l) + " (blk." + std::to_string(l) +
+                           ".ffn_gate_inp)"));
       UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
       ++moe.moe_layers;
       moe.experts_hit += counters.experts_hit;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 
 #include "core/tensor.h"
 #include "format/ggml_type.h"
@@ -34,13 +35,19 @@ StatusOr<std::vector<std::pair<double, double>>> MeasureGemmCurve(const gguf::Gg
                                                                   WeightMode mode,
                                                                   const std::vector<int64_t>& rows,
                                                                   int reps, ComputeType compute) {
+  // The first FFN matrix; in a mixture-of-experts layer, the first expert's up matrix (the
+  // [expert_ffn, hidden] products the experts run; experts are stored one after the other).
   const gguf::TensorInfo* t = file.FindTensor("blk.0.ffn_up.weight");
+  std::string name = "blk.0.ffn_up.weight";
+  if (t == nullptr) {
+    t = file.FindTensor("blk.0.ffn_up_exps.weight");
+    name = "blk.0.ffn_up_exps.weight";
+  }
   if (t == nullptr || t->dims.size() < 2) {
-    return NotFoundError(file.path() + ": no 2-D blk.0.ffn_up.weight to time");
+    return NotFoundError(file.path() + ": no blk.0.ffn_up.weight (or ffn_up_exps for MoE) to time");
   }
   const auto dtype = gguf::ToDType(t->type);
-  if (!dtype)
-    return InvalidArgumentError(file.path() + ": unsupported type of blk.0.ffn_up.weight");
+  if (!dtype) return InvalidArgumentError(file.path() + ": unsupported type of " + name);
   const int64_t in = t->dims[0], out = t->dims[1];
   const TensorView wv{const_cast<uint8_t*>(t->data), *dtype, Shape{out, in}};
   UNMASK_ASSIGN_OR_RETURN(

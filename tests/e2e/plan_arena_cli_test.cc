@@ -180,6 +180,56 @@ TEST(ArenaCliTest, BlockModesOnATinySdarWithBothJudges) {
   EXPECT_EQ(j["model_rates"].size(), 2u);  // the AR twin and the block model
 }
 
+TEST(ArenaCliTest, MoeModelsGetARoutingTable) {
+  // The tiny random MoE checkpoints (tests/data/hf): Qwen3-MoE (4 experts, top-2) as the AR model,
+  // LLaDA-MoE (8, top-2) as the diffusion model and SDAR-MoE (top-3) as the block model.
+  const std::string dir = testing::TempDir() + "/arena_moe";
+  std::filesystem::remove_all(dir);
+  const std::string hf = testing::TestDataPath("hf/");
+  const auto r =
+      RunUnmask("bench arena --modes ar,diffusion-exact,block-default --ar-model " + hf +
+                "qwen3-moe-tiny --diffusion-model " + hf + "llada-moe-tiny-f32 " +
+                "--block-model " + hf + "sdar-moe-tiny-bf16 --draft-model none " +
+                "--judge2 none --no-quality --prompts " + TinyPrompts() +
+                " --batch 1,2 --validate-batch 1 --min-requests 2 -n 16 --block-length 8 "
+                "--prompt-length 8 -t 1 --out " +
+                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(Slurp(dir + "/arena.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["rows"].size(), 6u);
+  for (const auto& row : j["rows"]) {
+    const double hit = row["experts_per_layer_forward"].get<double>();
+    const double uniform = row["experts_uniform"].get<double>();
+    const double positions = row["positions_per_forward"].get<double>();
+    EXPECT_GT(row["expert_bytes_per_forward"].get<double>(), 0) << row;
+    EXPECT_GE(positions, 1.0) << row;
+    if (row["mode"] == "ar") {
+      // Each decode forward feeds one position per sequence: top-2 of 4 experts, the prefill
+      // more; never more than the 4 there are.
+      EXPECT_GE(hit, 2.0) << row;
+      EXPECT_LE(hit, 4.0) << row;
+      EXPECT_LE(uniform, 4.0) << row;
+      EXPECT_GE(uniform, 2.0) << row;
+    } else {
+      EXPECT_GT(hit, 0) << row;
+      EXPECT_GT(uniform, 0) << row;
+    }
+  }
+  const std::string md = Slurp(dir + "/arena.md");
+  EXPECT_NE(md.find("## Routing (mixture-of-experts models)"), std::string::npos) << md;
+  EXPECT_NE(md.find("qwen3-moe-tiny: 4 experts per layer, top-2"), std::string::npos) << md;
+  EXPECT_NE(md.find("uniform routing would hit"), std::string::npos) << md;
+  // Dense models get no routing table.
+  const std::string dense = testing::TempDir() + "/arena_dense";
+  const auto d = RunUnmask("bench arena --modes ar --prompts " + TinyPrompts() +
+                           " --judge2 none --no-quality --batch 1 --validate-batch 1 "
+                           "--min-requests 2 -n 8 --prompt-length 8 -t 1 --out " +
+                           dense);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(Slurp(dense + "/arena.md").find("## Routing"), std::string::npos);
+}
+
 TEST(ArenaCliTest, BlockAndSecondJudgeInputErrors) {
   const std::string out = " --out " + testing::TempDir() + "/arena_block_bad";
   ExpectOneLineError(RunUnmask("bench arena --modes block-default --block-model none" + out),

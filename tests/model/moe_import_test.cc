@@ -5,6 +5,8 @@
 // the key and the tensor (config.json for folders, GGUF keys for files).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -29,6 +31,24 @@ std::string CopyCheckpoint(const std::string& name, const std::string& tag) {
   fs::remove_all(dst);
   fs::copy(testing::TestDataPath("hf/" + name), dst, fs::copy_options::recursive);
   return dst.string();
+}
+
+// config.json of a checkpoint folder.
+json ReadConfig(const std::string& dir) {
+  std::ifstream in(dir + "/config.json");
+  return json::parse(in);
+}
+
+// Imports the folder `dir` with `good` (its config.json) changed by edit: Ok or the error.
+std::function<Status(const std::function<void(json&)>&)> ConfigEdits(const std::string& dir,
+                                                                     const json& good) {
+  return [dir, good](const std::function<void(json&)>& edit) {
+    json c = good;
+    edit(c);
+    std::ofstream(dir + "/config.json") << c.dump();
+    auto r = ImportHfCheckpoint(dir);
+    return r.ok() ? Status::Ok() : r.status();
+  };
 }
 
 void ExpectOneLine(const Status& s, StatusCode code, std::initializer_list<std::string> needles) {
@@ -140,15 +160,8 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, MoeConvertTest,
 
 TEST(MoeImportTest, ConfigThatDisagreesWithTheTensorsNamesKeyAndTensor) {
   const std::string dir = CopyCheckpoint("llada-moe-tiny-f32", "config");
-  std::ifstream in(dir + "/config.json");
-  const json good = json::parse(in);
-  auto with = [&](const std::function<void(json&)>& edit) {
-    json c = good;
-    edit(c);
-    std::ofstream(dir + "/config.json") << c.dump();
-    auto r = ImportHfCheckpoint(dir);
-    return r.ok() ? Status::Ok() : r.status();
-  };
+  const json good = ReadConfig(dir);
+  const auto with = ConfigEdits(dir, good);
   ExpectOneLine(with([](json& c) { c["num_experts"] = 16; }), StatusCode::kInvalidArgument,
                 {"model.layers.0.mlp.gate.weight", "num_experts = 16", "[8, 32]"});
   ExpectOneLine(with([](json& c) { c["expert_intermediate_size"] = 8; }),
@@ -199,6 +212,54 @@ TEST(MoeImportTest, ConfigThatDisagreesWithTheTensorsNamesKeyAndTensor) {
   ASSERT_TRUE(with([](json&) {}).ok());
 }
 
+// LLaDA 2.x: each refusal names the config.json key and the condition it broke (found by an
+// adversarial pass: these were reported under GGUF key names or as a bare tensor mismatch).
+TEST(MoeImportTest, Llada2ConfigErrorsNameTheKey) {
+  const std::string dir = CopyCheckpoint("llada2-tiny-bf16", "llada2");
+  const json good = ReadConfig(dir);
+  const auto with = ConfigEdits(dir, good);
+  ExpectOneLine(with([](json& c) { c["topk_group"] = 5; }), StatusCode::kInvalidArgument,
+                {"topk_group must be at most n_group (4)"});
+  ExpectOneLine(
+      with([](json& c) {
+        c["topk_group"] = 1;
+        c["num_experts_per_tok"] = 5;
+      }),
+      StatusCode::kInvalidArgument,
+      {"topk_group must be large enough", "groups of 4 experts", "num_experts_per_tok (5)"});
+  ExpectOneLine(with([](json& c) { c["rotary_dim"] = 12; }), StatusCode::kInvalidArgument,
+                {"rotary_dim (12) disagrees with partial_rotary_factor x head_dim (8)"});
+  ExpectOneLine(with([](json& c) { c["partial_rotary_factor"] = 1.5; }),
+                StatusCode::kInvalidArgument, {"partial_rotary_factor must be in (0, 1]"});
+  // HF's int(head_dim * factor) truncates: 16 x 0.4 = 6.4 -> 6 rotated dims.
+  ASSERT_TRUE(with([](json& c) {
+                c.erase("rotary_dim");
+                c["partial_rotary_factor"] = 0.4;
+              }).ok());
+  ExpectOneLine(with([](json& c) { c["rms_norm_eps"] = 5; }), StatusCode::kInvalidArgument,
+                {"config.json: rms_norm_eps must be a positive number below 1"});
+  ExpectOneLine(with([](json& c) { c["rope_theta"] = 1e39; }), StatusCode::kInvalidArgument,
+                {"config.json: rope_theta must be a positive number below 3.4e+38"});
+  // The dense layers and the expert bias follow keys; a mismatch names them.
+  ExpectOneLine(with([](json& c) { c["first_k_dense_replace"] = 2; }), StatusCode::kNotFound,
+                {"first_k_dense_replace = 2 makes layer 1 dense"});
+  ExpectOneLine(with([](json& c) { c["first_k_dense_replace"] = 0; }), StatusCode::kNotFound,
+                {"first_k_dense_replace = 0 makes layer 0 MoE"});
+  ExpectOneLine(with([](json& c) { c.erase("num_shared_experts"); }), StatusCode::kInvalidArgument,
+                {"unexpected tensor", "shared_experts", "with config.json num_shared_experts = 0"});
+  ExpectOneLine(with([](json& c) { c["moe_router_enable_expert_bias"] = false; }),
+                StatusCode::kInvalidArgument,
+                {"expert_bias", "moe_router_enable_expert_bias = false"});
+  ASSERT_TRUE(with([](json&) {}).ok());
+  // LLaDA-MoE: a moe_layer_freq of the wrong length is named as such.
+  const std::string lm = CopyCheckpoint("llada-moe-tiny-f32", "freq");
+  json lc = ReadConfig(lm);
+  lc["moe_layer_freq"] = {1, 1, 1};
+  std::ofstream(lm + "/config.json") << lc.dump();
+  ExpectOneLine(ImportHfCheckpoint(lm).status(), StatusCode::kInvalidArgument,
+                {"moe_layer_freq must be a list of num_hidden_layers (2) entries"});
+}
+
 TEST(MoeImportTest, GgufKeysThatDisagreeWithTheTensorsNameKeyAndTensor) {
   auto view = ImportHfCheckpoint(testing::TestDataPath("hf/llada-moe-tiny-f32"));
   ASSERT_TRUE(view.ok());
@@ -223,6 +284,8 @@ TEST(MoeImportTest, GgufKeysThatDisagreeWithTheTensorsNameKeyAndTensor) {
                 StatusCode::kInvalidArgument, {"expert_group_used_count (5)"});
   ExpectOneLine(load({{"llada-moe.expert_gating_func", V::U32(3)}}), StatusCode::kUnimplemented,
                 {"expert_gating_func 3"});
+  ExpectOneLine(load({{"llada-moe.expert_weights_scale", V::F32(-1)}}),
+                StatusCode::kInvalidArgument, {"llada-moe.expert_weights_scale must be a finite"});
   ExpectOneLine(load({{"llada-moe.expert_count", std::nullopt}}), StatusCode::kNotFound,
                 {"llada-moe.expert_count"});
   // A leading dense layer the file has no dense FFN for.
@@ -243,6 +306,46 @@ TEST(MoeImportTest, GgufKeysThatDisagreeWithTheTensorsNameKeyAndTensor) {
   auto m = LoadGguf(path);
   ExpectOneLine(m.status(), StatusCode::kUnimplemented,
                 {"sdar.expert_count", "dense architecture"});
+}
+
+}  // namespace
+}  // namespace unmask
+
+namespace unmask {
+namespace {
+
+// A NaN reaching a router (here from a NaN embedding row) is reported with the layer whose router
+// saw it, not only the row.
+TEST(MoeImportTest, NanRouterInputNamesTheLayer) {
+  auto view = ImportHfCheckpoint(testing::TestDataPath("hf/llada-moe-tiny-f32"));
+  ASSERT_TRUE(view.ok());
+  gguf::GgufWriter w;
+  for (const auto& e : (*view)->metadata()) w.Set(e.key, e.value);
+  std::vector<float> embd;
+  for (const auto& t : (*view)->tensors()) {
+    if (t.name != "token_embd.weight") {
+      w.AddTensor(t.name, t.type, t.dims, t.data, t.num_bytes);
+      continue;
+    }
+    ASSERT_EQ(t.type, gguf::GgmlType::kF32);
+    embd.resize(t.num_bytes / sizeof(float));
+    std::memcpy(embd.data(), t.data, t.num_bytes);
+    std::fill_n(embd.begin() + 5 * static_cast<int64_t>(t.dims[0]), t.dims[0], std::nanf(""));
+    w.AddTensor(t.name, t.type, t.dims, embd.data(), t.num_bytes);
+  }
+  const std::string path = testing::TempDir() + "/moe_nan_embd.gguf";
+  ASSERT_TRUE(w.WriteFile(path).ok());
+  auto m = LoadGguf(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::vector<int32_t> ids = {1, 5, 2}, rows = {0, 1, 2};
+  BatchPlan plan;
+  plan.sequences.push_back(SequenceInput{ids, 0, rows});
+  const int64_t v = (*m)->config().vocab_size;
+  std::vector<float> out(ids.size() * static_cast<size_t>(v));
+  Workspace ws;
+  const Status st =
+      (*m)->Forward(plan, ws, TensorView{out.data(), DType::kF32, Shape{3, v}}, nullptr);
+  ExpectOneLine(st, StatusCode::kInvalidArgument, {"layer 0 (blk.0.ffn_gate_inp)", "NaN"});
 }
 
 }  // namespace

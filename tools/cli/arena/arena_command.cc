@@ -485,6 +485,21 @@ int ArenaCommand::Run() const {
   r.draft_model = models.draft ? Base(draft_path) : "";
   r.block_model = models.block ? Base(block_path) : "";
   r.block_model_block_length = models.block ? models.block->model->config().block_length : 0;
+  for (const auto& [lm, path] :
+       {std::pair{models.diffusion, diffusion_path}, std::pair{models.ar, ar_path},
+        std::pair{models.block, block_path}}) {
+    if (lm == nullptr || !lm->model->config().is_moe()) continue;
+    const ModelConfig& c = lm->model->config();
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  ": %lld experts per layer, top-%lld, %lld MoE layers; %.2fM of %.2fM parameters "
+                  "active per position",
+                  static_cast<long long>(c.num_experts), static_cast<long long>(c.routing.top_k),
+                  static_cast<long long>(c.num_layers - c.leading_dense_layers),
+                  static_cast<double>(c.ActiveParameters()) / 1e6,
+                  static_cast<double>(c.NumParameters()) / 1e6);
+    r.routing.push_back(Base(path) + line);
+  }
   if (!no_quality && judge != nullptr) {
     r.judge_model = judge_model.empty() ? r.ar_model + ", the AR model" : Base(judge_model);
   }

@@ -66,6 +66,35 @@ std::vector<PlotSeries> ModeSeries(
   return series;
 }
 
+// The routing section of arena.md: positions fed, experts read and expert bytes per forward of
+// each MoE mode and batch; "" when no row ran an MoE model.
+std::string RoutingTable(const ArenaReport& r) {
+  bool any = false;
+  for (const ArenaRow& w : r.rows) any = any || w.experts_per_layer_forward > 0;
+  if (!any) return "";
+  std::string o = "\n## Routing (mixture-of-experts models)\n\n";
+  for (const std::string& line : r.routing) o += "- " + line + "\n";
+  o += "\n| mode | batch | positions/forward | experts hit per layer forward | uniform routing "
+       "would hit | expert MB per forward | FLOP/byte | % roofline | tokens/s |\n"
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const ArenaRow& w : r.rows) {
+    if (w.experts_per_layer_forward <= 0) continue;
+    o += Printf("| %s | %lld | %.1f | %.2f | %s | %.3f | %.1f | %.0f%% | %.1f |\n", w.mode.c_str(),
+                static_cast<long long>(w.batch), w.positions_per_forward,
+                w.experts_per_layer_forward,
+                w.experts_uniform > 0 ? Printf("%.2f", w.experts_uniform).c_str() : "-",
+                w.expert_bytes_per_forward / 1e6, w.arithmetic_intensity, 100 * w.roofline_fraction,
+                w.tokens_per_second);
+  }
+  o += "\nA forward reads only the experts some fed position was routed to; its FLOP/byte and "
+       "roofline count those bytes (the other weights once per forward). Uniform routing: "
+       "E (1 - (1 - k/E)^N) for the N positions of each forward, averaged over the row's forwards: "
+       "what the planner assumes, the most a router choosing independently per position reads "
+       "on average; a trained router that sends related positions to the same experts reads "
+       "fewer.\n";
+  return o;
+}
+
 }  // namespace
 
 ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine& machine) {
@@ -112,6 +141,16 @@ ArenaRow SummarizePoint(const ArenaPoint& p, bool diffusion, const ArenaMachine&
       p.totals.forwards > 0 ? p.totals.forward_ms / static_cast<double>(p.totals.forwards) : 0;
   row.tokens_per_dollar =
       machine.price_per_hour > 0 ? row.tokens_per_second * 3600.0 / machine.price_per_hour : 0.0;
+  if (p.totals.forwards > 0) {
+    const double f = static_cast<double>(p.totals.forwards);
+    row.positions_per_forward = static_cast<double>(p.totals.positions) / f;
+    row.expert_bytes_per_forward = p.totals.expert_bytes / f;
+  }
+  if (p.totals.moe_layer_forwards > 0) {
+    const double layer_forwards = static_cast<double>(p.totals.moe_layer_forwards);
+    row.experts_per_layer_forward = static_cast<double>(p.totals.experts_hit) / layer_forwards;
+    row.experts_uniform = p.totals.experts_uniform / layer_forwards;
+  }
   return row;
 }
 
@@ -174,6 +213,7 @@ std::string ArenaMarkdown(const ArenaReport& r) {
   }
   o += "\n% roofline = achieved FLOP/s / min(GEMM peak, intensity x bandwidth); tokens count what "
        "the requests returned (through the first end-of-text token).\n";
+  o += RoutingTable(r);
   if (!r.quality.empty()) {
     const bool second = !r.judge2_model.empty();
     o += "\n## Quality (judge perplexity)\n\n| mode | judge ppl (" + r.judge_model +
@@ -312,7 +352,11 @@ nlohmann::json ArenaJson(const ArenaReport& r) {
          {"usd_per_million_tokens", w.usd_per_million_tokens},
          {"tokens_per_dollar", w.tokens_per_dollar},
          {"forward_share", w.forward_share},
-         {"ms_per_forward", w.ms_per_forward}});
+         {"ms_per_forward", w.ms_per_forward},
+         {"positions_per_forward", w.positions_per_forward},
+         {"experts_per_layer_forward", w.experts_per_layer_forward},
+         {"expert_bytes_per_forward", w.expert_bytes_per_forward},
+         {"experts_uniform", w.experts_uniform}});
   }
   for (const ArenaQuality& q : r.quality) {
     auto ppl = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };

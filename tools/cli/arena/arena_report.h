@@ -58,8 +58,16 @@ struct ArenaRow {
   double roofline_fraction = 0;  // achieved FLOP/s over min(GEMM peak, intensity x bandwidth)
   double usd_per_million_tokens = 0;
   double tokens_per_dollar = 0;
-  double forward_share = 0;   // of the wall time spent inside Model::Forward (target model)
-  double ms_per_forward = 0;  // mean wall time of one target forward
+  double forward_share = 0;          // of the wall time spent inside Model::Forward (target model)
+  double ms_per_forward = 0;         // mean wall time of one target forward
+  double positions_per_forward = 0;  // positions fed per target forward (all sequences), mean
+  // Mixture-of-experts target models (zeros for dense ones): the mean distinct experts one MoE
+  // layer's forward read, and the bytes of expert weights one forward read.
+  double experts_per_layer_forward = 0;
+  double expert_bytes_per_forward = 0;
+  // What uniform independent routing would hit per layer forward, averaged over the same forwards
+  // (ForwardTotals::experts_uniform; 0 for dense models and for model-drafter runs).
+  double experts_uniform = 0;
 };
 
 // Summarizes a run (latencies from RequestStats; FLOPs and bytes from the forwards). The row's
@@ -103,6 +111,9 @@ struct ArenaReport {
   std::vector<ArenaValidation> validation;
   std::vector<ArenaModelRates> model_rates;
   std::vector<std::string> notes;
+  // One line per mixture-of-experts model ("<file>: 16 experts per layer, top-2, ..."); empty
+  // when every model is dense (the routing table is then left out).
+  std::vector<std::string> routing;
   double elapsed_s = 0;
   // The first batch at which the best AR mode's tokens/s reaches the best full-canvas diffusion
   // mode's (`block`: the best block-diffusion mode's) — the first batch when AR leads throughout

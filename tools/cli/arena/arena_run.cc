@@ -170,6 +170,9 @@ StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& mo
     point.totals.flops += st.flops;
     point.totals.bytes += st.bytes;
     point.totals.forward_ms += st.forward_ms;
+    point.totals.moe_layer_forwards += st.moe_layer_forwards;
+    point.totals.experts_hit += st.experts_hit;
+    point.totals.expert_bytes += st.expert_bytes;
     point.requests.push_back(std::move(r));
     if (progress) progress(i + 1, requests);
   }
