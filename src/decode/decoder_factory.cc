@@ -193,10 +193,40 @@ DecoderKind SelectDecoder(const ModelConfig& config, const DecodeOptions& o) {
   return DecoderKind::kDream;
 }
 
+int64_t MaxTokensInContext(const ModelConfig& config, DecoderKind kind, int64_t prompt_length,
+                           int64_t block_length) {
+  const int64_t ctx = config.context_length;
+  const int64_t l = std::max<int64_t>(block_length, 1);
+  switch (kind) {
+    case DecoderKind::kAr:
+    case DecoderKind::kDream:
+      return ctx - prompt_length;
+    case DecoderKind::kBlockDiffusion:
+      return ctx / l * l - prompt_length;
+    case DecoderKind::kFastDllmV2:
+      return ((ctx - 1) / l - prompt_length / l) * l;
+    case DecoderKind::kDiffusion:
+      return (ctx - prompt_length) / l * l;
+  }
+  return 0;
+}
+
 StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const int32_t> prompt,
                                    const DecodeOptions& o) {
   if (model.config == nullptr) return InvalidArgumentError("MakeDecoder: no model config");
-  const ModelConfig& c = *model.config;
+  if (o.context_length < 0 || o.context_length > model.config->context_length) {
+    return InvalidArgumentError(
+        LabelOf(o, "context_length") + " (" + std::to_string(o.context_length) +
+        ") is larger than the context of " + Describe(model) + ", " +
+        std::to_string(model.config->context_length) +
+        " tokens (unmask does not extend a model's context; 0 = the model's)");
+  }
+  ModelConfig limited;
+  if (o.context_length > 0 && o.context_length < model.config->context_length) {
+    limited = *model.config;
+    limited.context_length = o.context_length;
+  }
+  const ModelConfig& c = limited.context_length > 0 ? limited : *model.config;
   BuiltDecoder out;
   out.kind = SelectDecoder(c, o);
   const bool is_dream_model = c.architecture == "dream";

@@ -111,6 +111,10 @@ struct DecodeOptions {
   // LLaDA reference's generate (the CLI's -n).
   bool round_canvas = true;
   int32_t kv_seq = 0;  // KV cache sequence of the decoder
+  // The context the request may use (llama.cpp's -c / --ctx-size): 0 = the model's
+  // context_length; a smaller value caps prompt + output; a larger one is refused (InvalidArgument:
+  // unmask does not extend a model's context).
+  int64_t context_length = 0;
 };
 
 // True when `name` is in `options.given`.
@@ -119,6 +123,14 @@ bool Given(const DecodeOptions& options, std::string_view name);
 // The canvas rule: max_tokens rounded up to a multiple of block_length (block_length <= 0:
 // max_tokens).
 int64_t DiffusionCanvasLength(int64_t max_tokens, int64_t block_length);
+
+// The most tokens a decoder of `kind` can generate after `prompt_length` prompt tokens within
+// `config.context_length` (<= 0: none fit): AR: the context left; block diffusion (SDAR): whole
+// blocks of `block_length` aligned to position 0; Fast-dLLM v2: its blocks after the prompt's
+// whole blocks, one position kept free; full-canvas diffusion: the context left rounded down to a
+// multiple of `block_length` (Dream: the context left). block_length < 1 counts as 1.
+int64_t MaxTokensInContext(const ModelConfig& config, DecoderKind kind, int64_t prompt_length,
+                           int64_t block_length);
 
 // Steps when none are given: one token per step up to 128 tokens (LLaDA's example setting, 128
 // steps for 128 tokens), then 128 steps rounded down to a multiple of the block count (at least

@@ -152,7 +152,8 @@ StatusOr<RouteDecision> Engine::Route(std::span<const GenerationRequest* const> 
     if (g == nullptr) continue;
     RouteCandidate c{i, name(i), scheduler_->Load(i)};
     c.prompt_tokens = static_cast<int64_t>(g->prompt.size());
-    rr.max_tokens = g->max_tokens;
+    c.max_tokens = g->until_done ? std::min(g->max_tokens, kRouteUntilDoneTokens) : g->max_tokens;
+    rr.max_tokens = c.max_tokens;
     const ModelConfig& config = model(i).model->config();
     if (config.is_diffusion()) {
       // As the diffusion engine will run it: the factory's canvas rule and default steps.

@@ -30,6 +30,9 @@ struct GenerationRequest : DecodeOptions {
   std::vector<int32_t> prompt;  // token ids
   std::vector<std::string> stop;
   bool stream_canvas = false;  // diffusion: send a kCanvas event after every step
+  // max_tokens was settled from the context (a chat request without a length): the output ends at
+  // EOS long before, so the router predicts with at most kRouteUntilDoneTokens.
+  bool until_done = false;
   SteadyClock::time_point arrival = SteadyClock::now();
   SteadyClock::time_point deadline = SteadyClock::time_point::max();
 };

@@ -87,6 +87,7 @@ RouteDecision Route(const RouteRequest& req, std::span<const RouteCandidate> can
   for (const RouteCandidate& c : candidates) {
     RouteRequest mine = req;
     if (c.prompt_tokens >= 0) mine.prompt_tokens = c.prompt_tokens;
+    if (c.max_tokens >= 0) mine.max_tokens = c.max_tokens;
     if (c.block) mine.block = *c.block;
     pred.push_back(PredictRoute(mine, c.load, c.shared_step_ms));
     d.predicted_ms.emplace_back(c.name, pred.back().latency_ms);

@@ -74,7 +74,14 @@ struct RouteCandidate {
   int64_t prompt_tokens = -1;
   // This block-diffusion model's settled parameters (none: RouteRequest::block).
   std::optional<BlockRoute> block = std::nullopt;
+  // Tokens the request will generate on this model (-1: RouteRequest::max_tokens).
+  int64_t max_tokens = -1;
 };
+
+// The length the router assumes for a request that runs until EOS or the context
+// (GenerationRequest::until_done): the context left is an upper bound no answer comes near, so
+// the prediction uses at most this many tokens.
+inline constexpr int64_t kRouteUntilDoneTokens = 256;
 
 struct RoutePrediction {
   double latency_ms = 0;            // predicted end-to-end

@@ -26,12 +26,13 @@ inline std::string TwinPath(const char* kind) {
 }
 
 // Runs `unmask <args>` (arguments are passed through sh; quote them in the string).
-// `env`: assignments put before the command, e.g. "ONEDNN_MAX_CPU_ISA=AVX2".
+// `env`: assignments put before the command, e.g. "ONEDNN_MAX_CPU_ISA=AVX2". Standard input is
+// /dev/null (generate reads a piped prompt) unless `args` redirect it ("... < file").
 inline CliResult RunUnmask(const std::string& args, const std::string& env = "") {
   // One file per test process: ctest -j runs several e2e tests at once.
   const std::string err_path = TempDir() + "/cli_stderr." + std::to_string(getpid()) + ".txt";
-  const std::string cmd =
-      (env.empty() ? "" : env + " ") + std::string(UNMASK_CLI_PATH) + " " + args + " 2>" + err_path;
+  const std::string cmd = (env.empty() ? "" : env + " ") + std::string(UNMASK_CLI_PATH) +
+                          " </dev/null " + args + " 2>" + err_path;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

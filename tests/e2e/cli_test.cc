@@ -253,7 +253,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadCall{"generate -m {MODEL} --prompt-ids 1 --temperature -1", 2, "temperature"},
         BadCall{"generate -m /nonexistent/model.gguf -p hi", 1, "/nonexistent/model.gguf"},
         BadCall{"generate -m {MODEL}", 1, "prompt"},
-        BadCall{"generate -m {MODEL} --prompt-ids 1 -n 10 --block-length 4", 1, "block_length"},
         BadCall{"generate -m {MODEL} --prompt-ids 1 -n 8 --block-length 4 --steps 3", 1,
                 "number of blocks"},
         BadCall{"generate -m {MODEL} --prompt-ids 1 -n 200 --steps 200 --block-length 200", 1,

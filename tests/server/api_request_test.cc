@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "server/api_response.h"
 
 namespace unmask::server {
@@ -64,14 +66,92 @@ TEST(ApiRequestTest, ChatMessagesAndMaxCompletionTokens) {
   ASSERT_EQ(r.messages.size(), 2u);
   EXPECT_EQ(r.messages[1].content, "ab");
   EXPECT_EQ(r.max_tokens, 9);
+  // A chat request without a length runs until EOS or the context (vLLM, llama-server).
   ASSERT_FALSE(Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", true, &r));
-  EXPECT_EQ(r.max_tokens, 128);
+  EXPECT_EQ(r.max_tokens, ApiRequest::kUntilDone);
 }
 
-TEST(ApiRequestTest, UnknownFieldsAreIgnoredAndListed) {
+TEST(ApiRequestTest, UnknownFieldsAreRefusedWithTheClosestName) {
+  auto e = Parse(R"({"model":"m","prompt":"x","max_token":5})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->param, "max_token");
+  EXPECT_EQ(e->code, "unknown_parameter");
+  EXPECT_NE(e->message.find("did you mean 'max_tokens'?"), std::string::npos) << e->message;
+  e = Parse(R"({"model":"m","prompt":"x","mirostat":2})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "mirostat");
+  EXPECT_EQ(e->message.find("did you mean"), std::string::npos) << e->message;
+  // The accepted list is sorted (binary search) and holds every field the parser reads.
+  const auto fields = AcceptedFields();
+  EXPECT_TRUE(std::is_sorted(fields.begin(), fields.end()));
+  for (const char* f : {"repeat_penalty", "repetition_penalty", "ignore_eos", "n_predict",
+                        "response_format", "tools", "cache_prompt", "user", "steps"}) {
+    EXPECT_TRUE(std::binary_search(fields.begin(), fields.end(), f)) << f;
+  }
+}
+
+// Fields that change what a request means are honoured or refused, never dropped: the
+// llama-server / vLLM extensions unmask honours, and a 400 with code unsupported_parameter for the
+// values it cannot honour.
+TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
   ApiRequest r;
-  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","foo":1,"bar":{}})", false, &r));
-  EXPECT_EQ(r.ignored_fields, (std::vector<std::string>{"bar", "foo"}));
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","repeat_penalty":1.3,"repeat_last_n":16,
+      "ignore_eos":true,"user":"alice","cache_prompt":true,"skip_special_tokens":true,
+      "response_format":{"type":"text"},"tools":[],"tool_choice":"none","logit_bias":{},
+      "logprobs":false,"echo":false,"top_logprobs":0,"parallel_tool_calls":true})",
+                     false, &r));
+  EXPECT_EQ(*r.repeat_penalty, 1.3);
+  EXPECT_EQ(*r.repeat_last_n, 16);
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.user, "alice");
+  // vLLM's repetition_penalty looks over the whole history.
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","repetition_penalty":1.1})", false, &r));
+  EXPECT_EQ(*r.repeat_penalty, 1.1);
+  EXPECT_EQ(*r.repeat_last_n, -1);
+  // llama-server's n_predict; -1 runs until EOS or the context.
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","n_predict":-1})", false, &r));
+  EXPECT_EQ(r.max_tokens, ApiRequest::kUntilDone);
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","n_predict":12})", false, &r));
+  EXPECT_EQ(r.max_tokens, 12);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"("response_format":{"type":"json_object"})", "response_format"},
+      {R"("response_format":{"type":"json_schema","json_schema":{}})", "response_format"},
+      {R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
+      {R"("tool_choice":"required")", "tool_choice"},
+      {R"("logit_bias":{"50256":-100})", "logit_bias"},
+      {R"("skip_special_tokens":false)", "skip_special_tokens"},
+      {R"("n":2)", "n"},
+      {R"("echo":true)", "echo"},
+      {R"("logprobs":true)", "logprobs"},
+      {R"("top_logprobs":3)", "top_logprobs"},
+      {R"("suffix":"end")", "suffix"},
+  };
+  for (const auto& [field, param] : refused) {
+    const std::string body = R"({"model":"m","prompt":"x",)" + field + "}";
+    const auto e = Parse(body);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400) << body;
+    EXPECT_EQ(e->param, param) << body;
+    EXPECT_EQ(e->code, "unsupported_parameter") << body;
+  }
+  const std::vector<std::pair<std::string, std::string>> malformed = {
+      {R"("response_format":"json")", "response_format"},
+      {R"("tools":{})", "tools"},
+      {R"("ignore_eos":1)", "ignore_eos"},
+      {R"("repeat_penalty":0)", "repeat_penalty"},
+      {R"("repeat_last_n":-2)", "repeat_last_n"},
+      {R"("repeat_penalty":1.2,"repetition_penalty":1.1)", "repetition_penalty"},
+      {R"("n_predict":0)", "n_predict"},
+      {R"("user":5)", "user"},
+  };
+  for (const auto& [field, param] : malformed) {
+    const std::string body = R"({"model":"m","prompt":"x",)" + field + "}";
+    const auto e = Parse(body);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->param, param) << body;
+    EXPECT_TRUE(e->code.empty()) << body;
+  }
 }
 
 TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {

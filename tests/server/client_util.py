@@ -165,7 +165,7 @@ def error_message(e):
 # runner
 
 
-def run_tests(unmask, server_args, tests):
+def run_tests(unmask, server_args, tests, api_key="none"):
     """Starts `unmask serve <server_args>` and runs each test: a function test(url, client)
     (named by its __name__) or a (name, function) pair. A failing check or an exception fails only
     that test; the run stops when the server dies. Prints the failures and the server log's tail;
@@ -174,7 +174,8 @@ def run_tests(unmask, server_args, tests):
     failed = []
     try:
         srv.__enter__()
-        client = OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=TIMEOUT_S)
+        client = OpenAI(base_url=srv.url + "/v1", api_key=api_key, max_retries=0,
+                        timeout=TIMEOUT_S)
         print(f"info  server {srv.url} (log {srv.log})", flush=True)
         for t in tests:
             name, fn = t if isinstance(t, tuple) else (t.__name__, t)

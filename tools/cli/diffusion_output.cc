@@ -7,25 +7,16 @@
 namespace unmask::tools {
 
 int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
-                         std::span<const int32_t> prompt_ids, std::span<const int32_t> output,
+                         std::span<const int32_t> prompt_ids, const DiffusionResult& result,
                          const GenerationStats& stats, double load_ms, double tokenize_ms,
                          nlohmann::json params, bool json) {
   const Model& m = *lm.model;
-  const Tokenizer& tok = *lm.tokenizer;
-  // The text ends at the first end-of-generation token (EOS or EOT), as an OpenAI completion does:
-  // a base model trained on packed documents may start a new one after it. output_ids keep all.
-  size_t text_end = 0;
-  while (text_end < output.size() && output[text_end] != tok.special().eos &&
-         output[text_end] != tok.special().eot) {
-    ++text_end;
-  }
-  const std::string text =
-      tok.DecodeContinuation(prompt_ids.empty() ? kNoToken : prompt_ids.back(),
-                             output.subspan(0, text_end), /*skip_special=*/true);
+  const std::string& text = result.text;
+  const std::span<const int32_t> output = result.output;
   if (json) {
     nlohmann::json j;
     j["text"] = text;
-    j["finish_reason"] = text_end < output.size() ? "stop" : "length";
+    j["finish_reason"] = result.finish;
     j["prompt_ids"] = std::vector<int32_t>(prompt_ids.begin(), prompt_ids.end());
     j["output_ids"] = std::vector<int32_t>(output.begin(), output.end());
     j["nfe"] = stats.nfe;
@@ -50,7 +41,9 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
     // Token text may hold invalid UTF-8 (byte-level pieces): replace it instead of throwing.
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("%s\n", text.c_str());
+    std::printf("%s\n", result.text_printed ? "" : text.c_str());
+    std::fflush(stdout);  // the text before the statistics on a shared terminal
+    if (result.finish == "interrupted") std::fprintf(stderr, "interrupted (Ctrl-C)\n");
     std::fprintf(stderr,
                  "%lld tokens in %.2f s: %.2f tokens/s | %lld forwards (%.2f tokens/forward) | "
                  "forward %.0f GFLOP/s | %s\n",
@@ -63,7 +56,7 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
     }
   }
   std::fflush(stdout);
-  return 0;
+  return result.finish == "interrupted" ? 130 : 0;
 }
 
 }  // namespace unmask::tools

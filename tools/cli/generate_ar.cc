@@ -10,6 +10,7 @@
 
 #include "cli/generate_command.h"
 #include "common/cli_util.h"
+#include "common/interrupt.h"
 #include "common/moe_report.h"
 #include "common/terminal.h"
 #include "decode/decoder_ar.h"
@@ -98,13 +99,15 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     Status s = built.status();
     if (s.code() == StatusCode::kOutOfRange) {
       const int64_t ctx = m.config().context_length;
-      s = static_cast<int64_t>(ids.size()) >= ctx
-              ? OutOfRangeError("the prompt (" + std::to_string(ids.size()) +
-                                " tokens) fills the context of " + std::to_string(ctx) +
-                                " tokens: nothing can be generated")
-              : OutOfRangeError(s.message() +
-                                "; generate fewer (-n) or use --n-predict -1 to stop when the "
-                                "context is full");
+      const int64_t limit =
+          options.context_length > 0 ? std::min(options.context_length, ctx) : ctx;
+      const int64_t room = limit - static_cast<int64_t>(ids.size());
+      s = room <= 0 ? OutOfRangeError("the prompt (" + std::to_string(ids.size()) +
+                                      " tokens) fills the context of " + std::to_string(limit) +
+                                      " tokens: nothing can be generated; shorten the prompt")
+                    : OutOfRangeError(s.message() + "; at most " + std::to_string(room) +
+                                      " tokens fit after this prompt: -n " + std::to_string(room) +
+                                      ", or -n -1 to stop when the context is full");
     }
     return FailWith(kWho, s);
   }
@@ -149,14 +152,15 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
         printed = end;
       }
     }
-    return !stopped_by_string;
+    return !stopped_by_string && !Interrupted();
   };
   Decoder* const one[1] = {built->decoder.get()};
   auto stats_or = run.engine.Run(run.index, one, on_step);
   if (!stats_or.ok()) return FailWith(kWho, stats_or.status());
   const GenerationStats& st = *stats_or;
   const DrafterStats& drafter_stats = st.drafter;
-  const std::string finish(ArFinishName(dec.finish()));
+  const std::string finish =
+      Interrupted() ? "interrupted" : std::string(ArFinishName(dec.finish()));
 
   if (cmd.json) {
     nlohmann::json j;
@@ -211,6 +215,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     if (printed < text.size()) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
     std::printf("\n");
     std::fflush(stdout);  // the text before the statistics on a shared terminal
+    if (Interrupted()) std::fprintf(stderr, "interrupted (Ctrl-C)\n");
     std::string spec_info;
     if (active_drafter != nullptr) {
       char buf[160];
@@ -230,7 +235,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     if (m.config().is_moe()) std::fprintf(stderr, "%s\n", MoeSummary(m.config(), st).c_str());
   }
   std::fflush(stdout);
-  return 0;
+  return Interrupted() ? 130 : 0;
 }
 
 }  // namespace unmask::tools

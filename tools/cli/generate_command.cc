@@ -2,10 +2,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <random>
 #include <span>
 
+#include "cli/prompt_source.h"
 #include "common/cli_util.h"
 #include "common/decode_args.h"
+#include "common/interrupt.h"
 #include "core/clock.h"
 
 namespace unmask::tools {
@@ -42,11 +45,29 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 void GenerateCommand::AddTo(CLI::App& app) {
   cli = &app;
   model.AddTo(app);
-  app.add_option("-p,--prompt", prompt, "prompt text (tokenized with the model's tokenizer)");
+  auto* p_opt =
+      app.add_option("-p,--prompt", prompt,
+                     "prompt text (tokenized with the model's tokenizer); - reads it from "
+                     "standard input, as does a pipe when neither -p nor -f is given");
+  auto* f_opt = app.add_option("-f,--file", prompt_file,
+                               "read the prompt from a file (one trailing newline dropped, as "
+                               "llama.cpp does)")
+                    ->excludes(p_opt)
+                    ->type_name("FILE");
   app.add_option("--prompt-ids", prompt_ids,
                  "prompt as token ids, e.g. 1,2,3 (bypasses the tokenizer and the chat template)")
-      ->excludes("--prompt")
+      ->excludes(p_opt)
+      ->excludes(f_opt)
       ->type_name("IDS");
+  app.add_option("--system,--system-prompt", system,
+                 "system message: the chat template gets it before the prompt (needs a model "
+                 "with a chat template)");
+  app.add_option("-c,--ctx-size", ctx_size,
+                 "context in tokens that prompt + output may use (0: the model's context_length; "
+                 "a larger value is refused: unmask does not extend a model's context)")
+      ->check(IntegerIn(0, kMaxLength))
+      ->capture_default_str();
+  diffusion.allow_until_done = true;
   diffusion.AddTo(app);
   ar.AddTo(app);
   dream.AddTo(app);
@@ -63,23 +84,47 @@ void GenerateCommand::AddTo(CLI::App& app) {
 }
 
 int GenerateCommand::Run() const {
-  // -p "" is a prompt: generation starts from BOS alone, as in llama2.c and llama.cpp.
-  const CLI::Option* prompt_opt = cli != nullptr ? cli->get_option_no_throw("--prompt") : nullptr;
-  const bool prompt_given = !prompt.empty() || (prompt_opt != nullptr && prompt_opt->count() > 0);
   const CLI::Option* ids_opt = cli != nullptr ? cli->get_option_no_throw("--prompt-ids") : nullptr;
-  if (ids_opt != nullptr && ids_opt->count() > 0 && prompt_ids.empty()) {
+  const bool ids_given = ids_opt != nullptr && ids_opt->count() > 0;
+  if (ids_given && prompt_ids.empty()) {
     return FailWith(kWho,
                     InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
   }
-  if (!prompt_given && prompt_ids.empty()) {
-    return FailWith(
-        kWho,
-        InvalidArgumentError(
-            "no prompt: give one with -p TEXT (-p \"\" starts from BOS) or --prompt-ids 1,2,3"));
+  // -p "" is a prompt: generation starts from BOS alone, as in llama2.c and llama.cpp.
+  auto text_or = ReadPrompt({FlagGiven(cli, "--prompt"), prompt, prompt_file, ids_given});
+  if (!text_or.ok()) return FailWith(kWho, text_or.status());
+  const std::optional<std::string> prompt_text = *std::move(text_or);
+  if (!system.empty() && no_chat) {
+    return FailWith(kWho, InvalidArgumentError("--system needs the chat template; --no-chat "
+                                               "turns it off"));
+  }
+  if (!system.empty() && !prompt_text) {
+    return FailWith(kWho, InvalidArgumentError("--system needs a text prompt; --prompt-ids "
+                                               "bypasses the chat template"));
   }
   auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
   DecodeOptions options = *std::move(options_or);
+  options.context_length = ctx_size;
+  // One canvas rule with the server: -n is rounded up to whole blocks and the text cut back to -n
+  // tokens; a default block longer than -n shrinks to it.
+  options.round_canvas = true;
+  if (!FlagGiven(cli, "--block-length") && options.max_tokens > 0 &&
+      options.max_tokens < options.diffusion.block_length) {
+    options.diffusion.block_length = options.max_tokens;
+  }
+  // Sampling without --seed draws a seed, as llama.cpp does, and prints it (below) so that the run
+  // can be repeated.
+  const bool seed_drawn = !FlagGiven(cli, "--seed");
+  if (seed_drawn) {
+    const uint64_t seed =
+        (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    options.diffusion.seed = seed;
+    options.ar.sampling.seed = seed;
+  }
+  for (GivenParam& g : options.given) {
+    if (g.name == "ctx_size") g = {"context_length", "-c/--ctx-size"};
+  }
   auto engine_or = model.MakeEngine();
   if (!engine_or.ok()) return FailWith(kWho, engine_or.status());
   Engine& engine = **engine_or;
@@ -99,41 +144,41 @@ int GenerateCommand::Run() const {
   const Tokenizer& tok = *loaded.tokenizer;
 
   // Flags of the other kind of model would be silently ignored: the factory refuses the decoding
-  // ones (MakeDecoder below); these act on the CLI's own output.
-  {
-    const bool is_diffusion = m.config().needs_mask_token();  // full-canvas or block diffusion
-    const std::string what = path + " (" + m.config().architecture + ") is " +
-                             (is_diffusion ? "a diffusion" : "an autoregressive") + " model";
-    for (const char* name : {"--stop", "--ignore-eos"}) {
-      if (is_diffusion && FlagGiven(cli, name)) {
-        return FailWith(kWho, InvalidArgumentError(std::string(name) +
-                                                   " applies to autoregressive models; " + what));
-      }
-    }
-    if (!is_diffusion && FlagGiven(cli, "--visual")) {
-      return FailWith(kWho, InvalidArgumentError("--visual applies to diffusion models; " + what));
-    }
+  // ones (MakeDecoder below); --visual acts on the CLI's own output. (--stop and --ignore-eos act
+  // on the text, for every kind, as in the server.)
+  if (!m.config().needs_mask_token() && FlagGiven(cli, "--visual")) {
+    return FailWith(kWho,
+                    InvalidArgumentError("--visual applies to diffusion models; " + path + " (" +
+                                         m.config().architecture + ") is an autoregressive model"));
   }
 
   // Prompt ids: given directly, or text (optionally through the chat template).
   const auto tok_start = std::chrono::steady_clock::now();
   std::vector<int32_t> ids;
   bool used_chat = false;
-  if (!prompt_ids.empty()) {
+  if (!prompt_text) {
     auto parsed = ParseIds(prompt_ids);
     if (!parsed.ok()) return FailWith(kWho, parsed.status());
     ids = *std::move(parsed);
   } else {
+    const std::string& user_text = *prompt_text;
     const bool has_template = !tok.chat_template().empty();
-    if (chat && !has_template) {
-      return FailWith(kWho, FailedPreconditionError("--chat: the model has no chat template "
-                                                    "(tokenizer.chat_template); use --no-chat"));
+    for (const char* flag : {"--chat", "--system"}) {
+      if (!has_template && FlagGiven(cli, flag)) {
+        return FailWith(kWho, FailedPreconditionError(
+                                  std::string(flag) + ": " + path +
+                                  " has no chat template (tokenizer.chat_template): it is a base "
+                                  "model; drop " +
+                                  flag));
+      }
     }
     used_chat = chat || (has_template && !no_chat);
-    std::string text = prompt;
+    std::string text = user_text;
     if (used_chat) {
-      const ChatMessage msg{"user", prompt};
-      auto rendered = tok.ApplyChatTemplate(std::span<const ChatMessage>(&msg, 1), true);
+      std::vector<ChatMessage> msgs;
+      if (!system.empty()) msgs.push_back({"system", system});
+      msgs.push_back({"user", user_text});
+      auto rendered = tok.ApplyChatTemplate(msgs, true);
       if (!rendered.ok()) return FailWith(kWho, rendered.status().WithContext("chat template"));
       text = *std::move(rendered);
     }
@@ -149,7 +194,7 @@ int GenerateCommand::Run() const {
                           "the prompt is empty and this model's tokenizer adds no BOS token "
                           "(tokenizer.ggml.add_bos_token), so there is nothing to generate from"));
     }
-    if (!prompt.empty() && tok.Encode(prompt, false, false).empty()) {
+    if (!user_text.empty() && tok.Encode(user_text, false, false).empty()) {
       return FailWith(kWho,
                       InvalidArgumentError("the prompt text produced no tokens with this model's "
                                            "vocabulary"));
@@ -166,7 +211,42 @@ int GenerateCommand::Run() const {
     }
   }
   const double tokenize_ms = MsSince(tok_start);
-  const GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms};
+  // -n -1: until EOS or the context, for the models that decode until EOS.
+  if (options.max_tokens == -1) {
+    const DecoderKind kind = SelectDecoder(m.config(), options);
+    const int64_t ctx =
+        ctx_size > 0 ? std::min(ctx_size, m.config().context_length) : m.config().context_length;
+    ModelConfig limited_view = m.config();
+    limited_view.context_length = ctx;
+    if (kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream) {
+      return FailWith(kWho, InvalidArgumentError(
+                                "-n -1 (until EOS or the context) applies to autoregressive and "
+                                "block-diffusion models; " +
+                                path + " (" + m.config().architecture +
+                                ") denoises a canvas of fixed length: give -n N"));
+    }
+    if (kind != DecoderKind::kAr) {
+      const int64_t block = FlagGiven(cli, "--block-length") ? options.diffusion.block_length
+                                                             : m.config().block_length;
+      options.max_tokens =
+          MaxTokensInContext(limited_view, kind, static_cast<int64_t>(ids.size()), block);
+      if (options.max_tokens < 1) {
+        return FailWith(kWho, OutOfRangeError("the prompt (" + std::to_string(ids.size()) +
+                                              " tokens) leaves no room in the context of " +
+                                              std::to_string(ctx) + " tokens"));
+      }
+    }
+  }
+  if (seed_drawn) {
+    const double t = options.diffusion.temperature;
+    if (t > 0 || options.remasking == "random") {
+      std::fprintf(stderr, "%s: seed %llu (drawn at random; --seed %llu repeats this run)\n", kWho,
+                   static_cast<unsigned long long>(options.diffusion.seed),
+                   static_cast<unsigned long long>(options.diffusion.seed));
+    }
+  }
+  CatchInterrupt();
+  const GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms, seed_drawn};
   if (!m.config().needs_mask_token()) return RunArGeneration(*this, run, options);
   return RunDiffusionGeneration(*this, run, options);
 }

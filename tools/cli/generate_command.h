@@ -21,8 +21,11 @@ struct GenerateCommand {
   DiffusionArgs diffusion;
   ArArgs ar;
   DreamArgs dream;
-  std::string prompt;
+  std::string prompt;       // -p ("-": standard input)
+  std::string prompt_file;  // -f
   std::string prompt_ids;
+  std::string system;    // --system: the chat template's system message
+  int64_t ctx_size = 0;  // -c: the context the run may use (0: the model's)
   bool chat = false;
   bool no_chat = false;
   bool json = false;
@@ -44,6 +47,7 @@ struct GenerateRun {
   bool used_chat = false;
   double load_ms = 0;
   double tokenize_ms = 0;
+  bool seed_drawn = false;  // no --seed: the seed was drawn at random (and printed)
 };
 
 // generate_ar.cc: the AR half of Run() (drafters, streamed text, stop strings).

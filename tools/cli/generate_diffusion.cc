@@ -12,8 +12,10 @@
 #include "cli/diffusion_output.h"
 #include "cli/generate_command.h"
 #include "common/cli_util.h"
+#include "common/interrupt.h"
 #include "common/terminal.h"
 #include "core/clock.h"
+#include "engine/text_stream.h"
 
 namespace unmask::tools {
 namespace {
@@ -136,7 +138,17 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   const int64_t steps =
       built->kind == DecoderKind::kDiffusion ? built->diffusion.steps : built->dream.steps;
 
+  // The text: the committed prefix of the canvas as it grows (engine/text_stream.h, the server's
+  // rule), cut at EOS, a --stop string or -n tokens; streamed to stdout unless --json or --visual.
+  const int64_t max_tokens = options.max_tokens > 0 ? options.max_tokens : gen_length;
+  TextStream text(tok, cmd.ar.stop, std::min(max_tokens, gen_length), options.ar.ignore_eos,
+                  run.ids.empty() ? kNoToken : run.ids.back());
+  const bool stream_text = !cmd.json && !cmd.visual;
+  // A full canvas rounded up to whole blocks past -n: the positions after -n are not output.
+  const bool rounded_up = built->kind == DecoderKind::kDiffusion && max_tokens < gen_length;
+
   ProgressLine progress("generating");
+  bool progress_shown = true;  // until the first text: then the text is the progress
   LiveBlock live;
   const auto gen_start = std::chrono::steady_clock::now();
   auto on_step = [&](const Decoder& d, const DecodeStep& r) {
@@ -155,23 +167,50 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
                     static_cast<long long>(blocks),
                     secs > 0 ? static_cast<double>(committed) / secs : 0.0);
     }
+    const std::string piece = text.Update(d.committed(), d.Done());
     if (cmd.visual) {
       // On a terminal the canvas is redrawn in place; into a file or pipe only the final canvas
       // is written (not one frame per step).
-      if (!StderrIsTerminal() && !d.Done()) return true;
+      if (!StderrIsTerminal() && !d.Done()) return !Interrupted();
       live.Draw(StyleBold() + std::string(info) + StyleReset() + "\n" +
                 RenderCanvas(d, tok, run.ids.back()));
-    } else {
+    } else if (stream_text && !piece.empty()) {
+      if (progress_shown) progress.Finish();
+      progress_shown = false;
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    } else if (progress_shown) {
       progress.Update(d.Done() ? gen_length : committed, gen_length, info);
     }
-    return true;
+    // Ctrl-C ends the generation, and so does a text made complete by a stop string or by -n
+    // tokens of a rounded-up canvas (the rest of the canvas cannot reach the text). EOS alone does
+    // not: the canvas is decoded to the end, as the reference does (output_ids).
+    const bool cut = text.complete() && (!cmd.ar.stop.empty() ||
+                                         (rounded_up && text.finish() == FinishReason::kLength));
+    return !Interrupted() && !cut;
   };
   Decoder* const one[1] = {built->decoder.get()};
   auto stats_or = run.engine.Run(run.index, one, on_step);
-  progress.Finish();
+  if (progress_shown) progress.Finish();
   if (!stats_or.ok()) return FailWith(kWho, stats_or.status());
+  // Whatever was held back (a possible stop-string start, an incomplete character) is final now.
+  if (stream_text) {
+    const std::string rest = text.Update(built->decoder->committed(), /*no_more=*/true);
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+  } else {
+    text.Update(built->decoder->committed(), /*no_more=*/true);
+  }
   const auto output = built->decoder->generated();
-  return PrintDiffusionResult(loaded, run.path, run.ids, output, *stats_or, run.load_ms,
+  DiffusionResult result;
+  result.text = text.text();
+  result.finish = Interrupted()                          ? "interrupted"
+                  : text.finish() == FinishReason::kStop ? "stop"
+                                                         : "length";
+  // output_ids: every generated position, as the references return them (block diffusion: to the
+  // end of the last block), but not the rounding of a full canvas past -n.
+  result.output = rounded_up ? output.subspan(0, static_cast<size_t>(max_tokens)) : output;
+  result.text_printed = stream_text;
+  return PrintDiffusionResult(loaded, run.path, run.ids, result, *stats_or, run.load_ms,
                               run.tokenize_ms,
                               ParamsJson(*built, loaded.model->config(), run.used_chat), cmd.json);
 }

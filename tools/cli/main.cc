@@ -1,5 +1,6 @@
 // unmask: command-line entry point. Results go to stdout, progress and errors to stderr.
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -13,7 +14,34 @@
 #include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "common/cli_util.h"
+#include "common/suggest.h"
 #include "server/serve_command.h"
+
+namespace {
+
+// "unknown flag --tmp (did you mean --temp?)" for the words a command did not expect.
+std::string UnexpectedArgsMessage(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : command.get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+  }
+  const std::vector<std::string> extras = command.remaining();
+  for (const std::string& word : extras) {
+    const bool number =
+        word.size() > 1 && (std::isdigit(static_cast<unsigned char>(word[1])) || word[1] == '.');
+    if (word.size() < 2 || word[0] != '-' || number) continue;
+    const std::string flag = word.substr(0, word.find('='));
+    const std::string close = unmask::tools::ClosestName(flag, names);
+    return "unknown flag " + flag + (close.empty() ? "" : " (did you mean " + close + "?)");
+  }
+  std::string words;
+  for (const std::string& w : extras) words += (words.empty() ? "'" : " '") + w + "'";
+  return "unexpected argument" + std::string(extras.size() == 1 ? " " : "s ") + words +
+         " (a text with spaces goes in quotes after -p)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -142,13 +170,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string where = "unmask";
     // The deepest parsed command ("unmask bench arena").
-    for (const CLI::App* level = &app;;) {
-      const auto subs = level->get_subcommands();
+    const CLI::App* deepest = &app;
+    for (;;) {
+      const auto subs = deepest->get_subcommands();
       if (subs.empty()) break;
-      level = subs.front();
-      where += " " + level->get_name();
+      deepest = subs.front();
+      where += " " + deepest->get_name();
     }
-    unmask::tools::PrintError(where, std::string(e.what()) + " (see '" + where + " --help')");
+    std::string message = e.what();
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      // CLI11 lists the unexpected words values first ("0.5 --tmp"): name the flag, and the
+      // flag it probably meant.
+      message = UnexpectedArgsMessage(*deepest);
+    }
+    unmask::tools::PrintError(where, message + " (see '" + where + " --help')");
     return 2;
   }
   try {

@@ -62,11 +62,27 @@ CLI::Option* AddComputeFlag(CLI::App& app, std::string* compute) {
       ->capture_default_str();
 }
 
-CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length) {
+CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length, bool until_done) {
+  if (!until_done) {
+    return app
+        .add_option("-n,--gen-length", *gen_length,
+                    "tokens to generate after the prompt (a request's max_tokens)")
+        ->check(IntegerIn(1, kMaxLength))
+        ->capture_default_str();
+  }
   return app
       .add_option("-n,--gen-length", *gen_length,
-                  "tokens to generate after the prompt (a request's max_tokens)")
-      ->check(IntegerIn(1, kMaxLength))
+                  "tokens to generate after the prompt (a request's max_tokens; -1: until EOS or "
+                  "the context, for AR and block-diffusion models). Full-canvas diffusion "
+                  "(LLaDA, Dream) rounds the canvas up to whole blocks and cuts the text to -n "
+                  "tokens, as the server does")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            const std::string e = IntegerIn(1, kMaxLength)(v);
+            return v == "-1" || e.empty() ? std::string()
+                                          : e + " (or -1: until EOS or the context)";
+          },
+          "INT", "-1 or a length"))
       ->capture_default_str();
 }
 
@@ -148,7 +164,7 @@ StatusOr<WeightMode> ModelArgs::weight_mode() const {
 
 void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
   if (request_flags) {
-    AddGenLengthFlag(app, &params.gen_length);
+    AddGenLengthFlag(app, &params.gen_length, allow_until_done);
     steps_option =
         app.add_option("--steps", params.steps,
                        "denoising steps (forward passes) in total (default: gen_length up to 128, "
@@ -210,8 +226,9 @@ void DiffusionArgs::AddTo(CLI::App& app, bool request_flags) {
       ->check(FiniteAtLeast(1e-9))
       ->capture_default_str();
   if (request_flags) {
-    app.add_option("--temperature", params.temperature,
-                   "0 = argmax (deterministic); > 0 = Gumbel-max sampling in float64")
+    app.add_option("--temperature,--temp", params.temperature,
+                   "0 = greedy (argmax, deterministic); > 0 samples (diffusion: Gumbel-max in "
+                   "float64; AR: the sampling chain); without --seed a seed is drawn and printed")
         ->check(FiniteAtLeast(0))
         ->capture_default_str();
   }

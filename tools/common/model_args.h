@@ -27,8 +27,9 @@ CLI::Option* AddThreadsFlag(CLI::App& app, int* threads);  // -t
 struct ModelArgs;
 // -t, --blas, --weights, --compute into args' fields.
 void AddBackendFlags(CLI::App& app, ModelArgs* args);
-CLI::Option* AddComputeFlag(CLI::App& app, std::string* compute);   // BackendOptions::compute
-CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length);  // -n
+CLI::Option* AddComputeFlag(CLI::App& app, std::string* compute);  // BackendOptions::compute
+// -n; until_done: -1 is accepted too (until EOS or the context).
+CLI::Option* AddGenLengthFlag(CLI::App& app, int64_t* gen_length, bool until_done = false);
 CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length);
 
 // Model file and backend flags.
@@ -70,6 +71,8 @@ struct DiffusionArgs {
   std::string cache = "none";
   std::string commit;  // "" = fixed, or implied by --threshold / --factor / --low-threshold
   CLI::Option* steps_option = nullptr;
+  // -n accepts -1 (until EOS or the context; generate): set before AddTo.
+  bool allow_until_done = false;
 
   // request_flags: also -n, --steps, --temperature and --seed (serve takes the decoder flags only:
   // its requests carry the rest).

@@ -1,5 +1,6 @@
 #include "server/api_request.h"
 
+#include "common/suggest.h"
 #include "decode/dream_params.h"
 
 #include <algorithm>
@@ -18,6 +19,14 @@ ApiError Bad(const std::string& param, const std::string& message) {
   e.status = 400;
   e.param = param;
   e.message = message;
+  return e;
+}
+
+// A field unmask knows but cannot honour with this value (or does not know at all).
+ApiError Unsupported(const std::string& param, const std::string& message,
+                     const std::string& code = "unsupported_parameter") {
+  ApiError e = Bad(param, message);
+  e.code = code;
   return e;
 }
 
@@ -173,6 +182,28 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
 
 }  // namespace
 
+std::span<const std::string> AcceptedFields() {
+  static const std::vector<std::string> kFields = [] {
+    std::vector<std::string> f = {
+        // OpenAI (refused values: see ParseApiRequest).
+        "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature",
+        "top_p", "frequency_penalty", "presence_penalty", "stop", "seed", "stream",
+        "stream_options", "n", "user", "logprobs", "top_logprobs", "echo", "best_of", "suffix",
+        "response_format", "tools", "tool_choice", "parallel_tool_calls", "logit_bias",
+        // llama-server and vLLM.
+        "top_k", "min_p", "repeat_penalty", "repetition_penalty", "repeat_last_n", "ignore_eos",
+        "n_predict", "cache_prompt", "skip_special_tokens",
+        // unmask: diffusion decoding, routing, deadline, streaming, speculation.
+        "steps", "block_length", "remasking", "denoising_steps", "eb_threshold", "edit_threshold",
+        "max_post_edit_steps", "separate_store", "small_block_size", "cache", "commit", "threshold",
+        "factor", "low_threshold", "cfg_scale", "early_stop", "alg", "eps", "alg_temp",
+        "latency_target_ms", "timeout", "x_canvas", "speculative"};
+    std::sort(f.begin(), f.end());
+    return f;
+  }();
+  return kFields;
+}
+
 int JsonNestingDepth(const std::string& body) {
   int depth = 0;
   int deepest = 0;
@@ -206,52 +237,15 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j.is_object()) return Bad("", "the request body must be a JSON object");
-  static const std::set<std::string> kKnown = {"model",
-                                               "prompt",
-                                               "messages",
-                                               "max_tokens",
-                                               "max_completion_tokens",
-                                               "temperature",
-                                               "top_p",
-                                               "top_k",
-                                               "min_p",
-                                               "frequency_penalty",
-                                               "presence_penalty",
-                                               "stop",
-                                               "seed",
-                                               "stream",
-                                               "stream_options",
-                                               "n",
-                                               "steps",
-                                               "block_length",
-                                               "remasking",
-                                               "denoising_steps",
-                                               "eb_threshold",
-                                               "edit_threshold",
-                                               "max_post_edit_steps",
-                                               "separate_store",
-                                               "small_block_size",
-                                               "cache",
-                                               "commit",
-                                               "threshold",
-                                               "factor",
-                                               "low_threshold",
-                                               "cfg_scale",
-                                               "early_stop",
-                                               "alg",
-                                               "eps",
-                                               "alg_temp",
-                                               "latency_target_ms",
-                                               "timeout",
-                                               "x_canvas",
-                                               "speculative",
-                                               "user",
-                                               "logprobs",
-                                               "echo",
-                                               "best_of",
-                                               "suffix"};
   for (const auto& [key, value] : j.items()) {
-    if (!kKnown.count(key)) r.ignored_fields.push_back(key);
+    const auto fields = AcceptedFields();
+    if (std::binary_search(fields.begin(), fields.end(), key)) continue;
+    const std::string close = tools::ClosestName(key, fields);
+    return Unsupported(key,
+                       "unknown field '" + key + "'" +
+                           (close.empty() ? "" : " (did you mean '" + close + "'?)") +
+                           "; the accepted fields are listed in docs/serving.md",
+                       "unknown_parameter");
   }
 
   std::optional<std::string> model;
@@ -264,31 +258,101 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
     if (auto e = ReadPrompt(j, &r)) return e;
   }
   constexpr int64_t kMaxLen = int64_t{1} << 24;
-  std::optional<int64_t> max_tokens, max_completion_tokens, n, top_k, steps, block_length;
+  std::optional<int64_t> max_tokens, max_completion_tokens, n_predict, n, top_k, steps,
+      block_length;
   if (auto e = ReadInt(j, "max_tokens", 1, kMaxLen, &max_tokens)) return e;
   if (auto e = ReadInt(j, "max_completion_tokens", 1, kMaxLen, &max_completion_tokens)) return e;
+  if (auto e = ReadInt(j, "n_predict", -1, kMaxLen, &n_predict)) return e;
+  if (n_predict && *n_predict == 0) {
+    return Bad("n_predict", "'n_predict' must be -1 (until EOS or the context) or at least 1");
+  }
   r.max_tokens = max_completion_tokens ? *max_completion_tokens
                  : max_tokens          ? *max_tokens
-                 : chat                ? 128
+                 : n_predict           ? *n_predict
+                 : chat                ? ApiRequest::kUntilDone
                                        : 16;
   if (auto e = ReadInt(j, "n", 1, kMaxLen, &n)) return e;
   if (n && *n != 1) {
-    return Bad("n", "'n' must be 1: unmask returns one choice per request (send n requests)");
+    return Unsupported("n",
+                       "'n' must be 1: unmask returns one choice per request (send n requests)");
   }
   if (j.contains("best_of") && !j["best_of"].is_null() &&
       !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() == 1)) {
-    return Bad("best_of", "'best_of' is not supported (only 1)");
+    return Unsupported("best_of", "'best_of' is not supported (only 1)");
   }
-  if (j.contains("echo") && j["echo"].is_boolean() && j["echo"].get<bool>()) {
-    return Bad("echo", "'echo' is not supported");
+  if (j.contains("echo") && !j["echo"].is_null() && j["echo"] != false) {
+    return Unsupported("echo", "'echo' is not supported (only false)");
   }
   if (j.contains("logprobs") && !j["logprobs"].is_null() && j["logprobs"] != false &&
       j["logprobs"] != 0) {
-    return Bad("logprobs", "'logprobs' is not supported");
+    return Unsupported("logprobs", "'logprobs' is not supported (only false or 0)");
+  }
+  if (j.contains("top_logprobs") && !j["top_logprobs"].is_null() && j["top_logprobs"] != 0) {
+    return Unsupported("top_logprobs", "'top_logprobs' is not supported (only 0)");
   }
   if (j.contains("suffix") && !j["suffix"].is_null()) {
-    return Bad("suffix", "'suffix' is not supported");
+    return Unsupported("suffix", "'suffix' (infilling) is not supported");
   }
+  if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
+    std::string type;
+    if (it->is_object() && it->contains("type") && (*it)["type"].is_string()) {
+      type = (*it)["type"].get<std::string>();
+    }
+    if (type.empty()) {
+      return Bad("response_format", "'response_format' must be an object with a string 'type'");
+    }
+    if (type != "text") {
+      return Unsupported("response_format",
+                         "'response_format' type '" + type +
+                             "' is not supported: JSON mode needs grammar-constrained sampling, "
+                             "which unmask does not have yet (only {\"type\": \"text\"})");
+    }
+  }
+  if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return Bad("tools", "'tools' must be an array");
+    if (!it->empty()) return Unsupported("tools", "tool calling ('tools') is not supported yet");
+  }
+  if (auto it = j.find("tool_choice"); it != j.end() && !it->is_null()) {
+    if (!(it->is_string() && (*it == "none" || *it == "auto"))) {
+      return Unsupported("tool_choice",
+                         "'tool_choice' may only be \"none\" or \"auto\": tool calling is not "
+                         "supported yet");
+    }
+  }
+  if (auto it = j.find("parallel_tool_calls"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean())
+      return Bad("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+  }
+  if (auto it = j.find("logit_bias"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return Bad("logit_bias", "'logit_bias' must be an object");
+    if (!it->empty()) return Unsupported("logit_bias", "'logit_bias' is not supported yet");
+  }
+  if (auto it = j.find("skip_special_tokens"); it != j.end() && !it->is_null()) {
+    if (*it != true) {
+      return Unsupported("skip_special_tokens",
+                         "'skip_special_tokens' may only be true: special tokens are never "
+                         "returned as text");
+    }
+  }
+  std::optional<bool> cache_prompt, ignore_eos;
+  if (auto e = ReadBool(j, "cache_prompt", &cache_prompt)) return e;
+  if (auto e = ReadBool(j, "ignore_eos", &ignore_eos)) return e;
+  r.ignore_eos = ignore_eos.value_or(false);
+  std::optional<std::string> user;
+  if (auto e = ReadString(j, "user", &user)) return e;
+  r.user = user.value_or("");
+  std::optional<double> repeat_penalty, repetition_penalty;
+  if (auto e = ReadNumber(j, "repeat_penalty", 1e-6, 100, &repeat_penalty)) return e;
+  if (auto e = ReadNumber(j, "repetition_penalty", 1e-6, 100, &repetition_penalty)) return e;
+  if (repeat_penalty && repetition_penalty && *repeat_penalty != *repetition_penalty) {
+    return Bad("repetition_penalty",
+               "'repeat_penalty' (llama-server) and 'repetition_penalty' (vLLM) are the same "
+               "penalty: give one");
+  }
+  if (auto e = ReadInt(j, "repeat_last_n", -1, kMaxLen, &r.repeat_last_n)) return e;
+  r.repeat_penalty = repeat_penalty ? repeat_penalty : repetition_penalty;
+  // vLLM's repetition_penalty looks at the whole prompt and output.
+  if (repetition_penalty && !repeat_penalty && !r.repeat_last_n) r.repeat_last_n = -1;
   if (auto e = ReadNumber(j, "temperature", 0, 100, &r.temperature)) return e;
   if (auto e = ReadNumber(j, "top_p", 1e-9, 1, &r.top_p)) return e;
   if (auto e = ReadInt(j, "top_k", -1, kMaxLen, &top_k)) return e;

@@ -1,11 +1,15 @@
 // Parsing and validation of OpenAI request bodies (/v1/completions, /v1/chat/completions) into an
-// ApiRequest, with unmask's documented extensions (docs/serving.md). No model is needed here:
-// everything that depends on the model (prompt length, context) is checked later.
+// ApiRequest, with the llama-server and vLLM extensions unmask honours and its own (docs/serving.md
+// "Request fields"). Every field is either honoured or refused with a 400 naming it: a field that
+// is not known, or a value unmask cannot honour (response_format json_object, tools, logit_bias),
+// is an error, never silently dropped. No model is needed here: everything that depends on the
+// model (prompt length, context, which decoder uses which field) is checked later.
 #ifndef UNMASK_TOOLS_SERVER_API_REQUEST_H_
 #define UNMASK_TOOLS_SERVER_API_REQUEST_H_
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,13 +35,24 @@ struct ApiRequest {
   bool prompt_is_ids = false;
   std::vector<ChatMessage> messages;
 
-  int64_t max_tokens = 16;  // completions default 16 (OpenAI); chat default 128
+  // Tokens to generate: max_completion_tokens, max_tokens or n_predict (llama-server) when given;
+  // else 16 for completions (OpenAI, vLLM). kUntilDone (chat without a length, n_predict -1):
+  // until EOS or the context for AR and block-diffusion models, a canvas of
+  // ServerOptions::diffusion_max_tokens for full-canvas diffusion models.
+  static constexpr int64_t kUntilDone = -1;
+  int64_t max_tokens = 16;
   std::optional<double> temperature;
   std::optional<double> top_p;
   std::optional<int64_t> top_k;
   std::optional<double> min_p;
   std::optional<double> frequency_penalty;
   std::optional<double> presence_penalty;
+  // llama-server's repeat_penalty (over the last repeat_last_n tokens, default 64) or vLLM's
+  // repetition_penalty (over the whole prompt and output unless repeat_last_n is given).
+  std::optional<double> repeat_penalty;
+  std::optional<int64_t> repeat_last_n;
+  bool ignore_eos = false;  // llama-server, vLLM: generate past end-of-generation tokens
+  std::string user;         // OpenAI: an end-user id, logged
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;
   bool stream = false;
@@ -69,8 +84,6 @@ struct ApiRequest {
   std::optional<double> timeout_s;
   bool x_canvas = false;
   std::optional<std::string> speculative;  // "none" | "lookup"
-
-  std::vector<std::string> ignored_fields;  // unknown top-level fields (logged)
 };
 
 // Deepest nesting of arrays and objects in `body` (strings skipped; a quick scan, not a
@@ -79,8 +92,15 @@ struct ApiRequest {
 int JsonNestingDepth(const std::string& body);
 inline constexpr int kMaxJsonDepth = 64;
 
+// Every top-level field a request may carry (OpenAI's, the accepted llama-server and vLLM ones,
+// unmask's extensions), sorted.
+std::span<const std::string> AcceptedFields();
+
 // Parses `body` as a completions (chat = false) or chat completions request. Returns the error to
-// send (400 for malformed JSON, wrong types, out-of-range values, n != 1) or nullopt.
+// send or nullopt: 400 for malformed JSON, wrong types, out-of-range values, an unknown field
+// (code "unknown_parameter", with the closest accepted name), a value that cannot be honoured
+// (code "unsupported_parameter": n != 1, logprobs, echo, response_format other than text, tools,
+// logit_bias, skip_special_tokens false).
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out);
 
 }  // namespace unmask::server

@@ -179,12 +179,17 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   auto add = [&](bool present, const char* name) {
     if (present) out.push_back({name, name});
   };
-  add(r.top_p.has_value(), "top_p");
-  add(r.top_k.has_value(), "top_k");
-  add(r.min_p.has_value(), "min_p");
-  add(r.frequency_penalty.has_value(), "frequency_penalty");
-  add(r.presence_penalty.has_value(), "presence_penalty");
-  add(r.speculative.has_value(), "speculative");
+  // Sampling fields at their neutral value change nothing on any engine (clients send top_p 1 by
+  // default): only a value that acts is a field the decoder must use.
+  add(r.top_p.has_value() && *r.top_p != 1.0, "top_p");
+  add(r.top_k.has_value() && *r.top_k > 0, "top_k");
+  add(r.min_p.has_value() && *r.min_p != 0.0, "min_p");
+  add(r.frequency_penalty.has_value() && *r.frequency_penalty != 0.0, "frequency_penalty");
+  add(r.presence_penalty.has_value() && *r.presence_penalty != 0.0, "presence_penalty");
+  add(r.repeat_penalty.has_value() && *r.repeat_penalty != 1.0, "repeat_penalty");
+  add(r.repeat_last_n.has_value() && r.repeat_penalty.has_value() && *r.repeat_penalty != 1.0,
+      "repeat_last_n");
+  add(r.speculative.has_value() && *r.speculative != "none", "speculative");
   add(r.steps.has_value(), "steps");
   add(r.block_length.has_value(), "block_length");
   add(r.remasking.has_value(), "remasking");
@@ -205,6 +210,14 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.eps.has_value(), "eps");
   add(r.alg_temp.has_value(), "alg_temp");
   return out;
+}
+
+// OpenAI's error for a request that does not fit the model's context (the openai client raises
+// BadRequestError; code "context_length_exceeded").
+ApiError ContextError(const std::string& message, const std::string& param) {
+  ApiError e = MakeError(400, message, "invalid_request_error", param);
+  e.code = "context_length_exceeded";
+  return e;
 }
 
 // The request field a decoder's validation message is about (its first word), or "".
@@ -256,11 +269,10 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   for (const ChatMessage& msg : r.messages) chars += msg.content.size();
   const size_t max_chars = static_cast<size_t>(std::max<int64_t>(c.context_length, 64)) * 64;
   if (chars > max_chars) {
-    return MakeError(413,
-                     "the prompt (" + std::to_string(chars) +
-                         " bytes) cannot fit in the context of " +
-                         std::to_string(c.context_length) + " tokens of " + m.id,
-                     "invalid_request_error", r.chat ? "messages" : "prompt");
+    return ContextError("the prompt (" + std::to_string(chars) +
+                            " bytes) cannot fit in the context of " +
+                            std::to_string(c.context_length) + " tokens of " + m.id,
+                        r.chat ? "messages" : "prompt");
   }
   std::string text = r.prompt_text;
   std::string user_text = r.prompt_text;
@@ -317,10 +329,21 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
 std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const ServedModel& m,
                                                 GenerationRequest* g, BuiltDecoder* built) const {
   if (auto e = PromptIds(r, m, &g->prompt)) return e;
+  const ModelConfig& config = m.loaded->model->config();
+  const int64_t prompt_length = static_cast<int64_t>(g->prompt.size());
+  if (prompt_length >= config.context_length) {
+    return ContextError("the prompt (" + std::to_string(prompt_length) +
+                            " tokens) fills the context of " +
+                            std::to_string(config.context_length) + " tokens of " + m.id +
+                            ": nothing can be generated",
+                        r.chat ? "messages" : "prompt");
+  }
   g->max_tokens = r.max_tokens;
   g->stop = r.stop;
   g->given = GivenFields(r);
-  g->refuse_unused = false;  // with model "auto" one body may go to either kind: logged instead
+  // One rule with `unmask generate`: a field the decoder that runs would not use is refused (with
+  // model "auto", a model that cannot use it is not a candidate).
+  g->refuse_unused = true;
   const uint64_t seed = r.seed ? *r.seed : RandomSeed();
   const double temperature = r.temperature.value_or(options_.temperature);
   // AR: OpenAI semantics (top_p 1, no top-k / min-p unless asked).
@@ -331,7 +354,10 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   sp.min_p = r.min_p.value_or(0.0);
   sp.frequency_penalty = r.frequency_penalty.value_or(0.0);
   sp.presence_penalty = r.presence_penalty.value_or(0.0);
+  sp.repeat_penalty = r.repeat_penalty.value_or(1.0);
+  if (r.repeat_last_n) sp.repeat_last_n = static_cast<int32_t>(*r.repeat_last_n);
   sp.seed = seed;
+  g->ar.ignore_eos = r.ignore_eos;
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
   // canvas, the default steps and the rule a threshold implies.
@@ -339,8 +365,6 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   dp = options_.diffusion;
   dp.temperature = temperature;
   dp.seed = seed;
-  dp.block_length =
-      r.block_length.value_or(std::min(options_.diffusion.block_length, r.max_tokens));
   dp.steps = r.steps.value_or(0);  // 0: the factory's default
   if (r.remasking) {
     // LLaDA's names, or SDAR's for block-diffusion models: the factory refuses the other family's.
@@ -379,6 +403,25 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   if (r.alg) g->dream.alg = *DreamAlgFromName(*r.alg);  // checked by the parser
   if (r.eps) g->dream.eps = *r.eps;
   if (r.alg_temp) g->dream.alg_temp = *r.alg_temp;
+  // Until done: AR and block-diffusion models generate until EOS or the context; a full canvas
+  // costs every position on every step, so it gets the server's default length.
+  const DecoderKind kind = SelectDecoder(config, *g);
+  const bool full_canvas = kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream;
+  if (r.max_tokens == ApiRequest::kUntilDone) {
+    const int64_t block = r.block_length.value_or(full_canvas ? options_.diffusion.block_length
+                                                              : config.block_length);
+    const int64_t room = MaxTokensInContext(config, kind, prompt_length, block);
+    g->max_tokens = full_canvas ? std::min(options_.diffusion_max_tokens, room) : room;
+    g->until_done = !full_canvas;
+    if (g->max_tokens < 1) {
+      return ContextError("the prompt (" + std::to_string(prompt_length) +
+                              " tokens) leaves no room in the context of " +
+                              std::to_string(config.context_length) + " tokens of " + m.id,
+                          r.chat ? "messages" : "prompt");
+    }
+  }
+  dp.block_length =
+      r.block_length.value_or(std::min(options_.diffusion.block_length, g->max_tokens));
   g->stream_canvas = r.x_canvas && r.stream;
   const double timeout_s = r.timeout_s.value_or(options_.request_timeout_s);
   g->deadline = g->arrival + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
@@ -387,14 +430,15 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
     const Status& st = b.status();
     if (st.code() == StatusCode::kOutOfRange) {
       std::string msg = st.message() + " (model " + m.id + ")";
-      const int64_t canvas = DiffusionCanvasLength(r.max_tokens, dp.block_length);
-      const bool blocks = SelectDecoder(m.loaded->model->config(), *g) == DecoderKind::kDiffusion;
-      if (blocks && canvas != r.max_tokens) {
-        msg += "; the diffusion canvas is max_tokens (" + std::to_string(r.max_tokens) +
+      const int64_t canvas = DiffusionCanvasLength(g->max_tokens, dp.block_length);
+      if (kind == DecoderKind::kDiffusion && canvas != g->max_tokens) {
+        msg += "; the diffusion canvas is max_tokens (" + std::to_string(g->max_tokens) +
                ") rounded up to a multiple of block_length (" + std::to_string(dp.block_length) +
                "): " + std::to_string(canvas) + " positions";
       }
-      return MakeError(413, msg, "invalid_request_error", "max_tokens");
+      const int64_t room = MaxTokensInContext(config, kind, prompt_length, dp.block_length);
+      if (room > 0) msg += "; at most " + std::to_string(room) + " tokens fit after this prompt";
+      return ContextError(msg, "max_tokens");
     }
     return MakeError(400, st.message(), "invalid_request_error", ParamOf(st.message()));
   }
@@ -418,11 +462,10 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   char idbuf[40];
   std::snprintf(idbuf, sizeof(idbuf), "%s-%016llx", chat ? "chatcmpl" : "cmpl",
                 static_cast<unsigned long long>(n));
-  if (!r.ignored_fields.empty()) {
-    std::string list;
-    for (const auto& f : r.ignored_fields) list += (list.empty() ? "" : ", ") + f;
-    std::fprintf(stderr, "unmask serve: %s: fields present in the request but ignored: %s\n", idbuf,
-                 list.c_str());
+  if (!r.user.empty()) {
+    std::fprintf(
+        stderr, "unmask serve: %s: user %s\n", idbuf,
+        nlohmann::json(r.user).dump(-1, ' ', true, json::error_handler_t::replace).c_str());
   }
   // The model: named, or chosen by the router.
   const ServedModel* m = nullptr;
@@ -442,8 +485,34 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
       errors[i] = BuildGeneration(r, *models_[i], &settled[i], &decoders[i]);
       if (!errors[i]) can_run[i] = &settled[i];  // else: e.g. its context is too short
     }
+    // Capabilities before cost: a chat request goes to a model with a chat template (an
+    // instruction-tuned model) whenever one can run it; a base model would only continue the
+    // text.
+    std::string not_considered;
+    for (size_t i = 0; i < models_.size(); ++i) {
+      if (errors[i]) {
+        not_considered +=
+            (not_considered.empty() ? "" : "; ") + models_[i]->id + ": " + errors[i]->message;
+      }
+    }
+    if (chat) {
+      auto has_template = [&](size_t i) {
+        return !models_[i]->loaded->tokenizer->chat_template().empty();
+      };
+      bool any = false;
+      for (size_t i = 0; i < models_.size(); ++i) any = any || (can_run[i] && has_template(i));
+      for (size_t i = 0; i < models_.size() && any; ++i) {
+        if (can_run[i] == nullptr || has_template(i)) continue;
+        can_run[i] = nullptr;
+        not_considered += (not_considered.empty() ? "" : "; ") + models_[i]->id +
+                          ": no chat template (a base model), and this is a chat request";
+      }
+    }
     auto decision =
         engine_->Route(can_run, r.latency_target_ms.value_or(options_.latency_target_ms));
+    if (decision.ok() && !not_considered.empty()) {
+      decision->reason += "; not considered: " + not_considered;
+    }
     if (!decision.ok()) {
       ApiError first = MakeError(400, decision.status().message());
       for (const auto& e : errors) {
@@ -452,9 +521,9 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
           break;
         }
       }
-      if (models_.size() > 1 && first.status == 413) {
+      if (models_.size() > 1) {
         // Say why each model refused it, not only the first.
-        std::string msg = "no loaded model can hold this request:";
+        std::string msg = "no loaded model can run this request:";
         for (size_t i = 0; i < models_.size(); ++i) {
           msg += (i == 0 ? " " : "; ") + models_[i]->id + ": " +
                  (errors[i] ? errors[i]->message : "ok");

@@ -45,9 +45,18 @@ void ServeCommand::AddTo(CLI::App& app) {
                  "model=auto: the end-to-end latency the router aims for when the request has "
                  "no latency_target_ms")
       ->check(CLI::Range(0.001, 1e9));
-  app.add_option("--temperature", options.temperature,
+  app.add_option("--temperature,--temp", options.temperature,
                  "default temperature when a request gives none (OpenAI's default is 1)")
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--diffusion-max-tokens", options.diffusion_max_tokens,
+                 "full-canvas diffusion models (LLaDA, Dream): the canvas of a request without "
+                 "max_tokens (chat); AR and block-diffusion models generate until EOS or the "
+                 "context instead")
+      ->check(CLI::Range(int64_t{1}, kMaxLength));
+  app.add_option("--api-key", options.api_key,
+                 "require 'Authorization: Bearer KEY' on the API (/health and the playground "
+                 "page stay open); default: the UNMASK_API_KEY environment variable")
+      ->envname("UNMASK_API_KEY");
   app.add_flag("--spec-lookup", options.speculative_lookup,
                "AR models: prompt-lookup speculative decoding by default (a request's "
                "'speculative' field overrides)");

@@ -145,6 +145,29 @@ void Server::SendError(httplib::Response& res, const ApiError& e) {
 
 void Server::InstallRoutes() {
   httplib::Server& s = *http_;
+  // API keys (llama-server's --api-key, OpenAI's Bearer scheme), compared in constant time.
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/v1/health" ||
+        req.path == "/") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const std::string header = req.get_header_value("Authorization");
+    const std::string expected = "Bearer " + options_.api_key;
+    unsigned char diff = header.size() == expected.size() ? 0 : 1;
+    for (size_t i = 0; i < header.size() && i < expected.size(); ++i) {
+      diff |= static_cast<unsigned char>(header[i] ^ expected[i]);
+    }
+    if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e = MakeError(401,
+                           header.empty() ? "no API key: send the header 'Authorization: Bearer "
+                                            "<key>' (the server was started with --api-key)"
+                                          : "invalid API key",
+                           "invalid_request_error");
+    e.code = "invalid_api_key";
+    res.set_header("WWW-Authenticate", "Bearer");
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (!ready()) {
       SetJson(res, 503, {{"status", "loading"}});
@@ -299,6 +322,7 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
   ApiRequest r;
   json as_request = j;
   as_request["model"] = m->id;
+  as_request.erase("add_special");  // /tokenize's own field (llama-server's)
   const bool chat = j.contains("messages");
   if (auto e = ParseApiRequest(as_request.dump(), chat, &r)) return SendError(res, *e);
   if (j.contains("add_special") && !j["add_special"].is_boolean()) {

@@ -36,8 +36,15 @@ struct ServerOptions {
   WeightMode weight_mode = WeightMode::kAuto;
   std::shared_ptr<Backend> backend;  // of every model; null: DefaultBackend()
   SchedulerOptions scheduler;
-  DiffusionParams diffusion;        // defaults of diffusion requests (gen_length, steps unused)
-  double temperature = 1.0;         // default when a request gives none (OpenAI: 1)
+  DiffusionParams diffusion;  // defaults of diffusion requests (gen_length, steps unused)
+  double temperature = 1.0;   // default when a request gives none (OpenAI: 1)
+  // Tokens of a full-canvas diffusion request (LLaDA, Dream) that gives no max_tokens (chat):
+  // the canvas costs every position on every step, so it is not the whole context.
+  int64_t diffusion_max_tokens = 128;
+  // Non-empty: the /v1 endpoints, /tokenize, /detokenize and /metrics need the header
+  // "Authorization: Bearer <api_key>" (401 invalid_api_key otherwise); /health, /v1/health and the
+  // playground page stay open.
+  std::string api_key;
   double latency_target_ms = 2000;  // router default
   double request_timeout_s = 600;   // default deadline
   bool speculative_lookup = false;  // AR default: prompt-lookup drafting

@@ -1,0 +1,229 @@
+// What llama.cpp users type works in `unmask generate`: prompts from a file, `-p -` and a pipe;
+// --temp, -c / --ctx-size, --system, -n -1; "did you mean" for a mistyped flag; a random seed
+// printed when sampling without --seed; one canvas and stop-string rule with the server; Ctrl-C
+// ends with the text so far and the statistics (valid JSON with --json).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "e2e/cli_runner.h"
+#include "test_util.h"
+
+namespace unmask {
+namespace {
+
+using testing::RunUnmask;
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name + "." + std::to_string(getpid());
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json Json(const testing::CliResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+}
+
+const std::string kAr = " -m " + testing::TwinPath("ar") + " -t 1 ";
+const std::string kLlada = " -m " + testing::TwinPath("llada") + " -t 1 ";
+
+TEST(CliHabitsTest, PromptFromAFileStdinOrAPipeEqualsTheSamePromptGivenWithP) {
+  const nlohmann::json direct =
+      Json(RunUnmask("generate" + kAr + "-p 'Once upon a time' -n 8 --json"));
+  ASSERT_TRUE(direct.is_object());
+  // The file's trailing newline is dropped, as llama.cpp drops it.
+  const std::string file = WriteTemp("prompt.txt", "Once upon a time\n");
+  for (const std::string& how : {"-f " + file, "-p - < " + file, "< " + file}) {
+    const nlohmann::json j = Json(RunUnmask("generate" + kAr + "-n 8 --json " + how));
+    ASSERT_TRUE(j.is_object()) << how;
+    EXPECT_EQ(j["prompt_ids"], direct["prompt_ids"]) << how;
+    EXPECT_EQ(j["output_ids"], direct["output_ids"]) << how;
+  }
+  // No prompt at all, an empty pipe, a missing file, -f with -p: one-line errors.
+  auto r = RunUnmask("generate" + kAr + "-n 8");  // stdin is /dev/null: empty
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no prompt"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-n 8 -p -");
+  EXPECT_NE(r.err.find("standard input is empty"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-n 8 -f /nonexistent/prompt.txt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no such prompt file"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-n 8 -f " + file + " -p hi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+  std::remove(file.c_str());
+}
+
+TEST(CliHabitsTest, LlamaCppAliasesMeanTheSame) {
+  const std::string base = "generate" + kAr + "-p 'Once upon a time' -n 12 --json --seed 7 ";
+  const nlohmann::json a = Json(RunUnmask(base + "--temperature 0.8"));
+  const nlohmann::json b = Json(RunUnmask(base + "--temp 0.8"));
+  ASSERT_TRUE(a.is_object() && b.is_object());
+  EXPECT_EQ(a["output_ids"], b["output_ids"]);
+  EXPECT_EQ(b["params"]["temperature"], 0.8);
+}
+
+TEST(CliHabitsTest, MistypedFlagsNameTheFlagAndTheClosestOne) {
+  auto r = RunUnmask("generate" + kAr + "-p hi --tmp 0.5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown flag --tmp (did you mean --temp?)"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-p hi --gen_length 5");
+  EXPECT_NE(r.err.find("did you mean --gen-length?"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-p Once upon");
+  EXPECT_NE(r.err.find("unexpected argument 'upon'"), std::string::npos) << r.err;
+}
+
+TEST(CliHabitsTest, SamplingWithoutSeedDrawsOneAndPrintsIt) {
+  const std::string base = "generate" + kAr + "-p 'Once upon a time' -n 12 --json --temp 0.9";
+  const auto r1 = RunUnmask(base);
+  const auto r2 = RunUnmask(base);
+  const nlohmann::json a = Json(r1), b = Json(r2);
+  ASSERT_TRUE(a.is_object() && b.is_object());
+  EXPECT_NE(a["params"]["seed"], b["params"]["seed"]);
+  const std::string seed = std::to_string(a["params"]["seed"].get<uint64_t>());
+  EXPECT_NE(r1.err.find("seed " + seed + " (drawn at random; --seed " + seed), std::string::npos)
+      << r1.err;
+  // The printed seed repeats the run.
+  const nlohmann::json again = Json(RunUnmask(base + " --seed " + seed));
+  EXPECT_EQ(again["output_ids"], a["output_ids"]);
+  // Greedy decoding does not talk about seeds.
+  const auto greedy = RunUnmask("generate" + kAr + "-p 'Once upon a time' -n 4");
+  EXPECT_EQ(greedy.err.find("seed"), std::string::npos) << greedy.err;
+}
+
+TEST(CliHabitsTest, ContextSizeCapsTheRunAndUntilDoneFillsIt) {
+  // -n -1 on an AR model: until EOS or the context; -c caps that context.
+  const nlohmann::json j =
+      Json(RunUnmask("generate" + kAr + "-p 'Once upon a time' -n -1 --ignore-eos -c 40 --json"));
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["prompt_ids"].size() + j["output_ids"].size(), 40u);
+  auto r = RunUnmask("generate" + kAr + "-p 'Once upon a time' -n 64 -c 40");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("exceed the context of 40"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokens fit after this prompt"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-p 'Once upon a time' -n 8 -c 100000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("does not extend"), std::string::npos) << r.err;
+  // A prompt that alone fills the context says so, without useless advice about -n.
+  r = RunUnmask("generate" + kAr + "-p 'Once upon a time there was a girl' -n 8 -c 4");
+  EXPECT_NE(r.err.find("fills the context of 4 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("shorten the prompt"), std::string::npos) << r.err;
+  // A full canvas has no "until EOS".
+  r = RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n -1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("give -n N"), std::string::npos) << r.err;
+}
+
+TEST(CliHabitsTest, SystemNeedsAChatTemplate) {
+  auto r = RunUnmask("generate" + kAr + "-p hi --system 'be brief'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--system"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
+  // A model with a template puts the system message into it.
+  const std::string qwen = " -m " + testing::TestDataPath("hf/qwen3-tiny") + " -t 1 ";
+  const nlohmann::json plain = Json(RunUnmask("generate" + qwen + "-p hi -n 2 --json"));
+  const nlohmann::json sys =
+      Json(RunUnmask("generate" + qwen + "-p hi -n 2 --json --system 'be brief'"));
+  ASSERT_TRUE(plain.is_object() && sys.is_object());
+  // (This template writes a default system message when none is given: --system replaces it.)
+  EXPECT_NE(sys["prompt_ids"], plain["prompt_ids"]);
+  r = RunUnmask("generate" + qwen + "-p hi -n 2 --no-chat --system x");
+  EXPECT_NE(r.err.find("--no-chat"), std::string::npos) << r.err;
+}
+
+// The server's canvas rule: -n rounded up to whole blocks and the text cut back, a default block
+// longer than -n shrinks to it; stop strings apply to diffusion text as to AR text.
+TEST(CliHabitsTest, DiffusionTakesAnyLengthAndStopStrings) {
+  nlohmann::json j = Json(RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 16 --json"));
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["output_ids"].size(), 16u);
+  EXPECT_EQ(j["params"]["block_length"], 16);
+  j = Json(RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 40 --block-length 32 --json"));
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["output_ids"].size(), 40u);
+  EXPECT_EQ(j["params"]["gen_length"], 64);
+  const nlohmann::json full =
+      Json(RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 32 --json"));
+  const std::string text = full["text"];
+  ASSERT_GT(text.size(), 8u);
+  const std::string stop = text.substr(4, 3);
+  j = Json(
+      RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 32 --json --stop '" + stop + "'"));
+  EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(j["finish_reason"], "stop");
+}
+
+// Plain text of a diffusion model streams as its blocks commit: the text ends with a newline and
+// equals --json's.
+TEST(CliHabitsTest, DiffusionTextIsPrintedOnceWithANewline) {
+  const auto r = RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j =
+      Json(RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 64 --json"));
+  EXPECT_EQ(r.out, j["text"].get<std::string>() + "\n");
+}
+
+// Ctrl-C: the text so far, a newline and the statistics; --json still prints one valid object.
+TEST(CliHabitsTest, InterruptEndsWithTheTextSoFar) {
+  for (const bool json : {false, true}) {
+    const std::string err_path = testing::TempDir() + "/interrupt." + std::to_string(getpid());
+    const std::string out_path = err_path + ".out";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int in = open("/dev/null", O_RDONLY);
+      dup2(out, 1);
+      dup2(err, 2);
+      dup2(in, 0);
+      // A long exact canvas: 240 forwards of 245 positions (seconds on any CPU).
+      execl(UNMASK_CLI_PATH, UNMASK_CLI_PATH, "generate", "-m", testing::TwinPath("llada").c_str(),
+            "-t", "1", "-p", "Once upon a time", "-n", "240", "--steps", "240", "--block-length",
+            "240", json ? "--json" : "--no-chat", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const std::string out = ReadAll(out_path), err = ReadAll(err_path);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal: " << err;
+    EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+    if (json) {
+      const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+      ASSERT_TRUE(j.is_object()) << out;
+      EXPECT_EQ(j["finish_reason"], "interrupted");
+      EXPECT_GT(j["nfe"].get<int64_t>(), 0);
+      EXPECT_LT(j["nfe"].get<int64_t>(), 240);
+    } else {
+      ASSERT_FALSE(out.empty());
+      EXPECT_EQ(out.back(), '\n');
+      EXPECT_NE(err.find("interrupted (Ctrl-C)"), std::string::npos) << err;
+      EXPECT_NE(err.find("tokens/s"), std::string::npos) << err;
+    }
+    std::remove(out_path.c_str());
+    std::remove(err_path.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace unmask

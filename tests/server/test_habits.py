@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""What llama-server and vLLM users expect of `unmask serve`, tried with the official openai client:
+
+- `model: "auto"` routes by capability before cost: a chat request goes to the model with a chat
+  template (an instruction-tuned model) even where the base model is cheaper, and the router's
+  reason names the model left out and why; a completion may go to either.
+- A chat request without max_tokens runs until EOS or the context (AR), a full canvas gets the
+  server's --diffusion-max-tokens.
+- `--api-key`: the API needs `Authorization: Bearer KEY` (401 invalid_api_key otherwise), /health
+  stays open.
+
+Prints one line per check; exits 1 if any check failed.
+
+  .venv/bin/python tests/server/test_habits.py --unmask build/release/unmask
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT  # noqa: E402
+
+from client_util import check, raw, raw_json, run_tests, x_unmask  # noqa: E402
+
+CHAT_MODEL = os.path.join(ROOT, "tests", "data", "hf", "qwen3-tiny")  # random weights, a template
+CHAT_ID = "qwen3-tiny"
+KEY = "test-key-123"
+
+
+def chat_goes_to_the_model_with_a_template(url, client):
+    for target in (1, 100000):  # a loose and an impossible latency target: capability first
+        r = client.chat.completions.create(
+            model="auto", max_tokens=8, temperature=0,
+            messages=[{"role": "user", "content": "What is the capital of France?"}],
+            extra_body={"latency_target_ms": target})
+        xu = x_unmask(r)
+        router = xu.get("router", {})
+        check(xu["model"] == CHAT_ID, f"chat, auto, target {target} ms -> {CHAT_ID}", repr(xu))
+        reason = router.get("reason", "")
+        check(LLADA_ID in reason and "no chat template" in reason,
+              "the reason names the base model left out and why", reason)
+
+
+def completions_may_go_to_either(url, client):
+    r = client.completions.create(model="auto", prompt="Once upon a time", max_tokens=8,
+                                  temperature=0)
+    reason = x_unmask(r).get("router", {}).get("reason", "")
+    check(x_unmask(r)["model"] in (CHAT_ID, LLADA_ID) and "chat template" not in reason,
+          "a completion is routed by cost alone", reason)
+
+
+def chat_without_max_tokens(url, client):
+    r = client.chat.completions.create(model=LLADA_ID, temperature=0,
+                                       messages=[{"role": "user", "content": "Once upon a time"}])
+    check(r.usage.completion_tokens <= 128, "full-canvas chat without max_tokens: at most 128",
+          repr(r.usage))
+    r = client.chat.completions.create(model=CHAT_ID, temperature=0,
+                                       messages=[{"role": "user", "content": "hi"}])
+    # The random-weight model rarely emits its EOS: it runs to the end of its context.
+    check(r.usage.completion_tokens > 128 or r.choices[0].finish_reason == "stop",
+          "AR chat without max_tokens: until EOS or the context, not 128",
+          f"{r.usage} {r.choices[0].finish_reason}")
+
+
+def api_key_is_required(url, client):
+    r = client.completions.create(model=AR_ID, prompt="Once", max_tokens=4, temperature=0)
+    check(r.choices[0].text != "", "the right key (openai client api_key) is let in")
+    body = {"model": AR_ID, "prompt": "Once", "max_tokens": 4}
+    for headers, what in (({}, "no key"), ({"Authorization": "Bearer wrong"}, "a wrong key"),
+                          ({"Authorization": KEY}, "the key without Bearer")):
+        s, h, data = raw(url, "POST", "/v1/completions", body, headers)
+        check(s == 401 and b"invalid_api_key" in data, f"{what} -> 401 invalid_api_key",
+              f"{s} {data[:200]!r}")
+    for path in ("/v1/models", "/metrics"):
+        s, _, _ = raw(url, "GET", path)
+        check(s == 401, f"GET {path} without a key -> 401", str(s))
+    for path in ("/health", "/v1/health", "/"):
+        s, _, _ = raw(url, "GET", path)
+        check(s == 200, f"GET {path} without a key -> 200", str(s))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "unmask"))
+    args = ap.parse_args()
+    rc = run_tests(args.unmask, ["-m", LLADA, "-m", CHAT_MODEL, "--alias", LLADA_ID,
+                                 "--alias", CHAT_ID, "-t", "1"],
+                   [chat_goes_to_the_model_with_a_template, completions_may_go_to_either,
+                    chat_without_max_tokens])
+    rc |= run_tests(args.unmask, ["-m", AR, "-t", "1", "--api-key", KEY], [api_key_is_required],
+                    api_key=KEY)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
