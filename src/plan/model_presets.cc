@@ -65,11 +65,11 @@ constexpr auto kSigmoid = MoeGating::kSigmoid;
 const std::vector<ModelPreset>& ModelPresets() {
   static const std::vector<ModelPreset> presets = {
       {"llada-8b",
-       "GSAI-ML/LLaDA-8B-Instruct config.json (ALGORITHMS.md §1.10): 32 layers, d_model 4096, 32 "
+       "GSAI-ML/LLaDA-8B-Instruct config.json: 32 layers, d_model 4096, 32 "
        "heads (MHA), mlp_hidden_size 12288, vocab 126464, no weight tying",
        Make("llada", kBi, 126464, 4096, 32, 32, 32, 12288, 4096, false)},
       {"dream-7b",
-       "Dream-org/Dream-v0-Instruct-7B (Qwen2.5-7B layout, ALGORITHMS.md §2.4): 28 layers, hidden "
+       "Dream-org/Dream-v0-Instruct-7B (Qwen2.5-7B layout): 28 layers, hidden "
        "3584, 28 heads / 4 KV heads, intermediate 18944, vocab 152064, untied lm_head",
        Make("dream", kBi, 152064, 3584, 28, 28, 4, 18944, 32768, false)},
       {"llama-3-8b",
@@ -85,21 +85,21 @@ const std::vector<ModelPreset>& ModelPresets() {
        "2048, 32 heads / 8 KV heads, intermediate 8192, vocab 128256, tied embeddings",
        Make("llama", kCausal, 128256, 2048, 16, 32, 8, 8192, 131072, true)},
       {"llada-moe-7b-a1b",
-       "inclusionAI/LLaDA-MoE-7B-A1B (MODELS.md §2.1; config values UNVERIFIED, from a "
-       "third-party copy; the size matches the 14.7 GB checkpoint): 16 layers, hidden 2048, 16 "
+       "inclusionAI/LLaDA-MoE-7B-A1B (config values UNVERIFIED, from a third-party "
+       "copy; the size matches the 14.7 GB checkpoint): 16 layers, hidden 2048, 16 "
        "heads (MHA, head_dim 128), 64 experts of width 1024, top-8 softmax without "
        "renormalisation, every layer MoE, vocab 157184, untied",
        MakeMoe("llada-moe", kBi, 157184, 2048, 16, 16, 16, 0, 8192,
                {128, 64, 8, 1024, 0, 0, kSoftmax, false, 1.0f, 1, 1})},
       {"llada2.0-mini",
-       "inclusionAI/LLaDA2.0-mini / LLaDA2.1-mini config.json (MODELS.md §3.1): 20 layers, "
+       "inclusionAI/LLaDA2.0-mini / LLaDA2.1-mini config.json: 20 layers, "
        "hidden 2048, 16 heads / 4 KV heads (head_dim 128), layer 0 dense (5120), 256 experts "
        "of width 512, top-8 sigmoid with groups 4 of 8, renormalised, x2.5, one shared expert "
        "(512), vocab 157184, untied, block 32",
        MakeMoe("llada2-moe", kBlock, 157184, 2048, 20, 16, 4, 5120, 32768,
                {128, 256, 8, 512, 512, 1, kSigmoid, true, 2.5f, 8, 4})},
       {"llada2.0-flash",
-       "inclusionAI/LLaDA2.0-flash (MODELS.md §3.1; shapes UNVERIFIED, the dense width a guess; "
+       "inclusionAI/LLaDA2.0-flash (shapes UNVERIFIED, the dense width a guess; "
        "they give ~103 B parameters, ~6 B active, as the model card's 100B-A6B): 32 layers, "
        "hidden 4096, 32 heads / 4 KV heads (head_dim 128), layer 0 dense (9216), 256 experts of "
        "width 1024, top-8 sigmoid with groups 4 of 8, renormalised, x2.5, one shared expert "
@@ -107,7 +107,7 @@ const std::vector<ModelPreset>& ModelPresets() {
        MakeMoe("llada2-moe", kBlock, 157184, 4096, 32, 32, 4, 9216, 32768,
                {128, 256, 8, 1024, 1024, 1, kSigmoid, true, 2.5f, 8, 4})},
       {"qwen3-30b-a3b",
-       "Qwen/Qwen3-30B-A3B (the AR comparison for the MoE dLLMs; MODELS.md §4): 48 layers, "
+       "Qwen/Qwen3-30B-A3B (the AR comparison for the MoE dLLMs): 48 layers, "
        "hidden 2048, 32 heads / 4 KV heads (head_dim 128), 128 experts of width 768, top-8 "
        "softmax renormalised, vocab 151936, untied",
        MakeMoe("qwen3moe", kCausal, 151936, 2048, 48, 32, 4, 0, 40960,

@@ -104,7 +104,7 @@ void BenchCommand::AddTo(CLI::App& app) {
   app.add_option("--reference-tps", reference_tps,
                  "tokens/s of an outside reference measured for the SAME model and setting, to "
                  "print a 'vs reference' column (0: none). scripts/bench-llada.sh passes 3.75, "
-                 "llama.cpp's llama-diffusion-cli on its setting (../shared/docs/LLAMACPP.md)")
+                 "llama.cpp's llama-diffusion-cli on its setting (docs/benchmarks.md)")
       ->check(FiniteAtLeast(0))
       ->capture_default_str();
 }

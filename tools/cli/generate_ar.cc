@@ -161,6 +161,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
   const DrafterStats& drafter_stats = st.drafter;
   const std::string finish =
       Interrupted() ? "interrupted" : std::string(ArFinishName(dec.finish()));
+  if (run.reply != nullptr) *run.reply = text;
 
   if (cmd.json) {
     nlohmann::json j;

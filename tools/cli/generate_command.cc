@@ -42,26 +42,71 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 
 }  // namespace
 
+StatusOr<std::vector<int32_t>> EncodePrompt(const Tokenizer& tok, bool needs_mask_token,
+                                            std::span<const ChatMessage> messages,
+                                            bool use_template) {
+  std::string text;
+  std::string user_text;  // what the user typed (every message's content)
+  for (const ChatMessage& msg : messages) user_text += msg.content;
+  if (use_template) {
+    auto rendered = tok.ApplyChatTemplate(messages, /*add_generation_prompt=*/true);
+    if (!rendered.ok()) return rendered.status().WithContext("chat template");
+    text = *std::move(rendered);
+  } else {
+    text = messages.empty() ? std::string() : messages.back().content;
+  }
+  // The template writes BOS itself when the model wants one; do not add a second.
+  const int32_t bos = tok.special().bos;
+  const bool starts_with_bos = bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
+  std::vector<int32_t> ids = tok.Encode(text, !(use_template && starts_with_bos), use_template);
+  if (ids.empty()) {
+    return InvalidArgumentError(
+        "the prompt is empty and this model's tokenizer adds no BOS token "
+        "(tokenizer.ggml.add_bos_token), so there is nothing to generate from");
+  }
+  // The user's text must reach the model: a vocabulary that cannot encode it would otherwise
+  // leave only the chat template.
+  if (!user_text.empty() && tok.Encode(user_text, false, false).empty()) {
+    return InvalidArgumentError("the prompt text produced no tokens with this model's vocabulary");
+  }
+  // A mask token in a text prompt (e.g. its text pasted into a chat message) would be denoised as
+  // part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
+  for (int32_t id : ids) {
+    if (needs_mask_token && id == tok.special().mask) {
+      return InvalidArgumentError(
+          "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
+          "'; use --prompt-ids to place mask tokens in the prompt on purpose");
+    }
+  }
+  return ids;
+}
+
 void GenerateCommand::AddTo(CLI::App& app) {
   cli = &app;
   model.AddTo(app);
-  auto* p_opt =
-      app.add_option("-p,--prompt", prompt,
-                     "prompt text (tokenized with the model's tokenizer); - reads it from "
-                     "standard input, as does a pipe when neither -p nor -f is given");
+  auto* p_opt = app.add_option(
+      "-p,--prompt", prompt,
+      chat_mode ? "system message (as llama-cli -cnv takes -p; --system is the same)"
+                : "prompt text (tokenized with the model's tokenizer); - reads it from standard "
+                  "input, as does a pipe when neither -p nor -f is given");
   auto* f_opt = app.add_option("-f,--file", prompt_file,
-                               "read the prompt from a file (one trailing newline dropped, as "
-                               "llama.cpp does)")
+                               chat_mode ? "read the system message from a file"
+                                         : "read the prompt from a file (one trailing newline "
+                                           "dropped, as llama.cpp does)")
                     ->excludes(p_opt)
                     ->type_name("FILE");
-  app.add_option("--prompt-ids", prompt_ids,
-                 "prompt as token ids, e.g. 1,2,3 (bypasses the tokenizer and the chat template)")
-      ->excludes(p_opt)
-      ->excludes(f_opt)
-      ->type_name("IDS");
-  app.add_option("--system,--system-prompt", system,
-                 "system message: the chat template gets it before the prompt (needs a model "
-                 "with a chat template)");
+  if (!chat_mode) {
+    app.add_option("--prompt-ids", prompt_ids,
+                   "prompt as token ids, e.g. 1,2,3 (bypasses the tokenizer and the chat "
+                   "template)")
+        ->excludes(p_opt)
+        ->excludes(f_opt)
+        ->type_name("IDS");
+  }
+  auto* sys_opt = app.add_option("--system,--system-prompt", system,
+                                 "system message: the chat template gets it before the prompt "
+                                 "(needs a model with a chat template)");
+  if (chat_mode) sys_opt->excludes(p_opt)->excludes(f_opt);
   app.add_option("-c,--ctx-size", ctx_size,
                  "context in tokens that prompt + output may use (0: the model's context_length; "
                  "a larger value is refused: unmask does not extend a model's context)")
@@ -71,6 +116,7 @@ void GenerateCommand::AddTo(CLI::App& app) {
   diffusion.AddTo(app);
   ar.AddTo(app);
   dream.AddTo(app);
+  if (chat_mode) return;
   auto* chat_flag = app.add_flag("--chat", chat,
                                  "wrap the prompt in the model's chat template as one user "
                                  "message (default when the GGUF has a template)");
@@ -81,6 +127,76 @@ void GenerateCommand::AddTo(CLI::App& app) {
                "tokens_per_second, timings (ms), ...");
   app.add_flag("--visual", visual,
                "redraw the canvas on stderr as it denoises (masks shown as \u2591)");
+}
+
+StatusOr<DecodeOptions> GenerateCommand::Options(bool* seed_drawn) const {
+  UNMASK_ASSIGN_OR_RETURN(DecodeOptions options,
+                          DecodeOptionsFromFlags(*cli, diffusion, ar, dream));
+  options.context_length = ctx_size;
+  // One canvas rule with the server: -n is rounded up to whole blocks and the text cut back to -n
+  // tokens; a default block longer than -n shrinks to it.
+  options.round_canvas = true;
+  if (!FlagGiven(cli, "--block-length") && options.max_tokens > 0 &&
+      options.max_tokens < options.diffusion.block_length) {
+    options.diffusion.block_length = options.max_tokens;
+  }
+  // Sampling without --seed draws a seed, as llama.cpp does, and prints it (PrintDrawnSeed) so
+  // that the run can be repeated.
+  *seed_drawn = !FlagGiven(cli, "--seed");
+  if (*seed_drawn) {
+    const uint64_t seed =
+        (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    options.diffusion.seed = seed;
+    options.ar.sampling.seed = seed;
+  }
+  for (GivenParam& g : options.given) {
+    if (g.name == "ctx_size") g = {"context_length", "-c/--ctx-size"};
+  }
+  return options;
+}
+
+StatusOr<GenerateCommand::Session> GenerateCommand::Load() const {
+  Session s;
+  UNMASK_ASSIGN_OR_RETURN(s.engine, model.MakeEngine());
+  UNMASK_ASSIGN_OR_RETURN(const WeightMode mode, model.weight_mode());
+  const auto load_start = std::chrono::steady_clock::now();
+  UNMASK_ASSIGN_OR_RETURN(s.path, model.Path());
+  UNMASK_ASSIGN_OR_RETURN(s.index, LoadModelWithProgress(*s.engine, s.path, mode));
+  s.load_ms = MsSince(load_start);
+  return s;
+}
+
+Status GenerateCommand::SettleUntilDone(const ModelConfig& config, const std::string& path,
+                                        int64_t prompt_length, DecodeOptions* options) const {
+  if (options->max_tokens != -1) return Status::Ok();
+  const DecoderKind kind = SelectDecoder(config, *options);
+  const int64_t ctx =
+      ctx_size > 0 ? std::min(ctx_size, config.context_length) : config.context_length;
+  if (kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream) {
+    return InvalidArgumentError(
+        "-n -1 (until EOS or the context) applies to autoregressive and block-diffusion models; " +
+        path + " (" + config.architecture + ") denoises a canvas of fixed length: give -n N");
+  }
+  if (kind == DecoderKind::kAr) return Status::Ok();  // the AR decoder runs -1 itself
+  ModelConfig limited_view = config;
+  limited_view.context_length = ctx;
+  const int64_t block =
+      FlagGiven(cli, "--block-length") ? options->diffusion.block_length : config.block_length;
+  options->max_tokens = MaxTokensInContext(limited_view, kind, prompt_length, block);
+  if (options->max_tokens < 1) {
+    return OutOfRangeError("the prompt (" + std::to_string(prompt_length) +
+                           " tokens) leaves no room in the context of " + std::to_string(ctx) +
+                           " tokens");
+  }
+  return Status::Ok();
+}
+
+void GenerateCommand::PrintDrawnSeed(const DecodeOptions& options) const {
+  if (options.diffusion.temperature > 0 || options.remasking == "random") {
+    const auto seed = static_cast<unsigned long long>(options.diffusion.seed);
+    std::fprintf(stderr, "%s: seed %llu (drawn at random; --seed %llu repeats this run)\n",
+                 cli != nullptr ? ("unmask " + cli->get_name()).c_str() : kWho, seed, seed);
+  }
 }
 
 int GenerateCommand::Run() const {
@@ -102,44 +218,17 @@ int GenerateCommand::Run() const {
     return FailWith(kWho, InvalidArgumentError("--system needs a text prompt; --prompt-ids "
                                                "bypasses the chat template"));
   }
-  auto options_or = DecodeOptionsFromFlags(*cli, diffusion, ar, dream);
+  bool seed_drawn = false;
+  auto options_or = Options(&seed_drawn);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
   DecodeOptions options = *std::move(options_or);
-  options.context_length = ctx_size;
-  // One canvas rule with the server: -n is rounded up to whole blocks and the text cut back to -n
-  // tokens; a default block longer than -n shrinks to it.
-  options.round_canvas = true;
-  if (!FlagGiven(cli, "--block-length") && options.max_tokens > 0 &&
-      options.max_tokens < options.diffusion.block_length) {
-    options.diffusion.block_length = options.max_tokens;
-  }
-  // Sampling without --seed draws a seed, as llama.cpp does, and prints it (below) so that the run
-  // can be repeated.
-  const bool seed_drawn = !FlagGiven(cli, "--seed");
-  if (seed_drawn) {
-    const uint64_t seed =
-        (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-    options.diffusion.seed = seed;
-    options.ar.sampling.seed = seed;
-  }
-  for (GivenParam& g : options.given) {
-    if (g.name == "ctx_size") g = {"context_length", "-c/--ctx-size"};
-  }
-  auto engine_or = model.MakeEngine();
-  if (!engine_or.ok()) return FailWith(kWho, engine_or.status());
-  Engine& engine = **engine_or;
-  auto mode = model.weight_mode();
-  if (!mode.ok()) return FailWith(kWho, mode.status());
-
-  const auto load_start = std::chrono::steady_clock::now();
-  auto path_or = model.Path();
-  if (!path_or.ok()) return FailWith(kWho, path_or.status());
-  const std::string path = *path_or;
-  auto index_or = LoadModelWithProgress(engine, path, *mode);
-  if (!index_or.ok()) return FailWith(kWho, index_or.status());
-  const size_t index = *index_or;
+  auto session_or = Load();
+  if (!session_or.ok()) return FailWith(kWho, session_or.status());
+  Engine& engine = *session_or->engine;
+  const size_t index = session_or->index;
+  const std::string& path = session_or->path;
+  const double load_ms = session_or->load_ms;
   const LoadedModel& loaded = engine.model(index);
-  const double load_ms = MsSince(load_start);
   const Model& m = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
 
@@ -173,78 +262,19 @@ int GenerateCommand::Run() const {
       }
     }
     used_chat = chat || (has_template && !no_chat);
-    std::string text = user_text;
-    if (used_chat) {
-      std::vector<ChatMessage> msgs;
-      if (!system.empty()) msgs.push_back({"system", system});
-      msgs.push_back({"user", user_text});
-      auto rendered = tok.ApplyChatTemplate(msgs, true);
-      if (!rendered.ok()) return FailWith(kWho, rendered.status().WithContext("chat template"));
-      text = *std::move(rendered);
-    }
-    // The template writes BOS itself when the model wants one; do not add a second.
-    const int32_t bos = tok.special().bos;
-    const bool starts_with_bos = bos >= 0 && text.rfind(std::string(tok.TokenText(bos)), 0) == 0;
-    ids = tok.Encode(text, !(used_chat && starts_with_bos), used_chat);
-    // The user's text must reach the model: a vocabulary that cannot encode it would otherwise
-    // leave only the chat template.
-    if (ids.empty()) {
-      return FailWith(kWho,
-                      InvalidArgumentError(
-                          "the prompt is empty and this model's tokenizer adds no BOS token "
-                          "(tokenizer.ggml.add_bos_token), so there is nothing to generate from"));
-    }
-    if (!user_text.empty() && tok.Encode(user_text, false, false).empty()) {
-      return FailWith(kWho,
-                      InvalidArgumentError("the prompt text produced no tokens with this model's "
-                                           "vocabulary"));
-    }
-    // A mask token in a text prompt (e.g. its text pasted into a chat message) would be denoised
-    // as part of the canvas; --prompt-ids allows that deliberately, text prompts do not.
-    for (int32_t id : ids) {
-      if (m.config().needs_mask_token() && id == tok.special().mask) {
-        return FailWith(
-            kWho, InvalidArgumentError(
-                      "the prompt contains the mask token '" + std::string(tok.TokenText(id)) +
-                      "'; use --prompt-ids to place mask tokens in the prompt on purpose"));
-      }
-    }
+    std::vector<ChatMessage> msgs;
+    if (!system.empty()) msgs.push_back({"system", system});
+    msgs.push_back({"user", user_text});
+    auto encoded = EncodePrompt(tok, m.config().needs_mask_token(), msgs, used_chat);
+    if (!encoded.ok()) return FailWith(kWho, encoded.status());
+    ids = *std::move(encoded);
   }
   const double tokenize_ms = MsSince(tok_start);
-  // -n -1: until EOS or the context, for the models that decode until EOS.
-  if (options.max_tokens == -1) {
-    const DecoderKind kind = SelectDecoder(m.config(), options);
-    const int64_t ctx =
-        ctx_size > 0 ? std::min(ctx_size, m.config().context_length) : m.config().context_length;
-    ModelConfig limited_view = m.config();
-    limited_view.context_length = ctx;
-    if (kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream) {
-      return FailWith(kWho, InvalidArgumentError(
-                                "-n -1 (until EOS or the context) applies to autoregressive and "
-                                "block-diffusion models; " +
-                                path + " (" + m.config().architecture +
-                                ") denoises a canvas of fixed length: give -n N"));
-    }
-    if (kind != DecoderKind::kAr) {
-      const int64_t block = FlagGiven(cli, "--block-length") ? options.diffusion.block_length
-                                                             : m.config().block_length;
-      options.max_tokens =
-          MaxTokensInContext(limited_view, kind, static_cast<int64_t>(ids.size()), block);
-      if (options.max_tokens < 1) {
-        return FailWith(kWho, OutOfRangeError("the prompt (" + std::to_string(ids.size()) +
-                                              " tokens) leaves no room in the context of " +
-                                              std::to_string(ctx) + " tokens"));
-      }
-    }
+  if (Status st = SettleUntilDone(m.config(), path, static_cast<int64_t>(ids.size()), &options);
+      !st.ok()) {
+    return FailWith(kWho, st);
   }
-  if (seed_drawn) {
-    const double t = options.diffusion.temperature;
-    if (t > 0 || options.remasking == "random") {
-      std::fprintf(stderr, "%s: seed %llu (drawn at random; --seed %llu repeats this run)\n", kWho,
-                   static_cast<unsigned long long>(options.diffusion.seed),
-                   static_cast<unsigned long long>(options.diffusion.seed));
-    }
-  }
+  if (seed_drawn) PrintDrawnSeed(options);
   CatchInterrupt();
   const GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms, seed_drawn};
   if (!m.config().needs_mask_token()) return RunArGeneration(*this, run, options);

@@ -210,6 +210,7 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   // end of the last block), but not the rounding of a full canvas past -n.
   result.output = rounded_up ? output.subspan(0, static_cast<size_t>(max_tokens)) : output;
   result.text_printed = stream_text;
+  if (run.reply != nullptr) *run.reply = result.text;
   return PrintDiffusionResult(loaded, run.path, run.ids, result, *stats_or, run.load_ms,
                               run.tokenize_ms,
                               ParamsJson(*built, loaded.model->config(), run.used_chat), cmd.json);

@@ -70,6 +70,17 @@ int main(int argc, char** argv) {
       "          unmask generate -m SDAR-1.7B-Chat/ -p \"Hello\" -n 64 --threshold 0.9");
   generate.AddTo(*gen);
 
+  unmask::tools::GenerateCommand chat;
+  chat.chat_mode = true;
+  CLI::App* cht = app.add_subcommand(
+      "chat",
+      "talk with an instruction-tuned model: an interactive multi-turn conversation through the "
+      "model's chat template (llama-cli -cnv, ollama run). Type a message and Enter; /exit, "
+      "/clear, /help; Ctrl-C stops a reply. The decoding flags are generate's; a reply runs until "
+      "EOS or the context (full-canvas diffusion models: -n tokens)\n"
+      "example: unmask chat -m SmolLM2-360M-Instruct.gguf --system \"Answer briefly.\"");
+  chat.AddTo(*cht);
+
   unmask::tools::InspectCommand inspect;
   CLI::App* ins = app.add_subcommand(
       "inspect",
@@ -142,13 +153,24 @@ int main(int argc, char** argv) {
     unmask::tools::PrintError(
         "unmask",
         "unknown command '" + std::string(argv[1]) +
-            "' (commands: generate, serve, inspect, bench, plan, tokenize, convert; see 'unmask "
-            "--help')");
+            "' (commands: generate, chat, serve, inspect, bench, plan, tokenize, convert; see "
+            "'unmask --help')");
     return 2;
   }
   // CLI11 reads "--prompt=" (an empty value after '=') as a flag without a value and takes the
   // next argument as its value; pass it as "--prompt" "" instead, which it reads as empty.
   std::vector<std::string> args(argv, argv + argc);
+  // llama-cli's conversation flags on generate mean `unmask chat`.
+  if (args.size() > 1 && args[1] == "generate") {
+    for (size_t i = 2; i < args.size(); ++i) {
+      if (args[i] == "-cnv" || args[i] == "--conversation" || args[i] == "-i" ||
+          args[i] == "--interactive") {
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+        args[1] = "chat";
+        break;
+      }
+    }
+  }
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
         args[i].find('=') == args[i].size() - 1) {
@@ -189,6 +211,7 @@ int main(int argc, char** argv) {
   try {
     int rc = 2;
     if (gen->parsed()) rc = generate.Run();
+    if (cht->parsed()) rc = chat.RunChat();
     if (ins->parsed()) rc = inspect.Run();
     if (ben->parsed()) rc = are->parsed() ? arena.Run() : bench.Run();
     if (pln->parsed()) rc = plan.Run();

@@ -11,10 +11,21 @@
 
 namespace unmask::tools {
 
+std::string ModelsDir() {
+  // An installed binary (<prefix>/bin/unmask) finds <prefix>/share/unmask/models; a binary in its
+  // build tree, the models/ of the source tree it was built from.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share/unmask/models";
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return std::string(UNMASK_SOURCE_DIR) + "/models";
+}
+
 std::string DefaultModelPath() {
-  // Next to the source tree the binary was built from; $UNMASK_DEFAULT_MODEL overrides.
   if (const char* env = std::getenv("UNMASK_DEFAULT_MODEL"); env && *env) return env;
-  return std::string(UNMASK_SOURCE_DIR) + "/models/unmask-tinystories-llada.gguf";
+  return ModelsDir() + "/unmask-tinystories-llada.gguf";
 }
 
 void ModelArgs::AddTo(CLI::App& app) {

@@ -14,7 +14,11 @@
 
 namespace unmask::tools {
 
-// The model shipped with the repository (README "Quick start"); used when -m is not given.
+// The folder of the project's models: <prefix>/share/unmask/models next to an installed binary
+// (cmake --install), else the models/ of the source tree the binary was built from.
+std::string ModelsDir();
+// The default model (the diffusion twin in ModelsDir(); $UNMASK_DEFAULT_MODEL overrides); used when
+// -m is not given.
 std::string DefaultModelPath();
 
 // Upper bounds of integer flags: far beyond real use, small enough that nothing overflows.

@@ -143,10 +143,10 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
           ") + KV cache read and written + activations (" + (dtype == "f32" ? "f32" : "16-bit") +
           "); mixture-of-experts models read only the routed experts a forward is expected to "
           "touch: E (1 - (1 - k/E)^N) per MoE layer for N positions fed by the batch (uniform, "
-          "independent routing: an upper bound; MODELS.md §6.4)",
+          "independent routing: an upper bound; trained routers touch fewer)",
       "AR: the prompt in one forward (TTFT), then one token per forward per request",
       "tokens/s counts output tokens of the whole batch; TPOT = (E2E - TTFT) / (output - 1); "
-      "$/M tokens = price per hour / (tokens/s x 3600) x 1e6 (SERVING.md §4.5); "
+      "$/M tokens = price per hour / (tokens/s x 3600) x 1e6; "
       "compute-bound = the share of the time in forwards whose FLOPs take longer than their bytes",
       "memory: the weights, plus per request the KV cache of the whole sequence and the "
       "activations of its largest forward; rows that do not fit are marked (over memory)",
@@ -156,7 +156,7 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
       a.push_back(e.name + ": " + std::to_string(e.draft_max) + " drafts verified per forward, " +
                   Fixed(e.tokens_per_verify, 2) +
                   " tokens committed per verify forward (llama.cpp reports 72% acceptance for "
-                  "Llama-3.1-8B with a 1B drafter, SERVING.md §3); drafts cost " +
+                  "Llama-3.1-8B with a 1B drafter); drafts cost " +
                   (e.draft_cost > 0 ? Fixed(e.draft_cost, 2) + " of a target forward each"
                                     : std::string("nothing (prompt lookup)")));
     } else if (e.block_diffusion()) {

@@ -26,9 +26,7 @@ namespace {
 
 constexpr const char* kWho = "unmask bench arena";
 
-std::string Twin(const std::string& name) {
-  return std::string(UNMASK_SOURCE_DIR) + "/models/" + name;
-}
+std::string Twin(const std::string& name) { return ModelsDir() + "/" + name; }
 
 std::string Base(const std::string& path) {
   return std::filesystem::path(path).filename().string();

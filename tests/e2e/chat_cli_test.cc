@@ -1,0 +1,82 @@
+// `unmask chat` (and llama-cli's `generate -cnv`): a multi-turn conversation read from standard
+// input, the history kept in the chat template, /commands, a base model refused, a conversation
+// that outgrows the context reported without ending the session.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "e2e/cli_runner.h"
+#include "test_util.h"
+
+namespace unmask {
+namespace {
+
+using testing::RunUnmask;
+
+std::string Input(const std::string& text) {
+  const std::string path = testing::TempDir() + "/chat_input." + std::to_string(getpid());
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+const std::string kQwen = " -m " + testing::TestDataPath("hf/qwen3-tiny") + " -t 1 -n 4 ";
+
+TEST(ChatCliTest, OneReplyPerTurnAndTheCommands) {
+  const std::string in =
+      Input("hello\n/help\n\n/clear\nhow are you\n/frobnicate\n/exit\nnot read\n");
+  const auto r = RunUnmask("chat" + kQwen + "< " + in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Count(r.err, "tokens/s"), 2u) << r.err;  // two turns; /exit ends before "not read"
+  EXPECT_NE(r.err.find("commands: /exit"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the conversation is cleared"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown command /frobnicate"), std::string::npos) << r.err;
+  // llama-cli's conversation flag on generate is the same command.
+  const auto cnv = RunUnmask("generate -cnv" + kQwen + "< " + in);
+  EXPECT_EQ(cnv.exit_code, 0) << cnv.err;
+  EXPECT_EQ(Count(cnv.err, "tokens/s"), 2u) << cnv.err;
+  std::remove(in.c_str());
+}
+
+TEST(ChatCliTest, AConversationBeyondTheContextIsReportedAndTheSessionGoesOn) {
+  const std::string in = Input(std::string(400, 'a') + "\nhi\n");
+  const auto r = RunUnmask("chat" + kQwen + "-c 64 < " + in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("fills the context of 64 tokens: /clear starts a new one"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Count(r.err, "tokens/s"), 1u) << r.err;  // "hi" still gets its reply
+  std::remove(in.c_str());
+}
+
+TEST(ChatCliTest, ABaseModelIsRefused) {
+  const auto r = RunUnmask("chat -m " + testing::TwinPath("ar") + " -t 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unmask generate"), std::string::npos) << r.err;
+}
+
+// With a real instruction-tuned model the second turn is answered in the context of the first.
+TEST(ChatCliTest, TheHistoryIsKept) {
+  const auto smollm2 = testing::FindSmolLM2();
+  if (!smollm2) GTEST_SKIP() << "SmolLM2-135M-Instruct not downloaded (scripts/fetch-smollm2.sh)";
+  const std::string in = Input("What is the capital of France?\nAnd of Germany?\n");
+  const auto r =
+      RunUnmask("chat -m " + *smollm2 + " -t 2 --system 'Answer in one short sentence.' < " + in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Berlin"), std::string::npos) << r.out;
+  std::remove(in.c_str());
+}
+
+}  // namespace
+}  // namespace unmask
