@@ -3,6 +3,7 @@
 #include "core/half.h"
 #include "model/hf_import_internal.h"
 #include "model/hf_vocab_keys.h"
+#include "model/sampling_defaults.h"
 
 namespace unmask::hf_import {
 
@@ -79,6 +80,7 @@ StatusOr<std::unique_ptr<gguf::GgufFile>> FinishView(const ConfigReader& cfg,
     if (*mask_id >= vocab) return cfg.Bad("mask_token_id", "below vocab_size");
   }
   if (with_tokenizer) UNMASK_RETURN_IF_ERROR(AppendHfVocabKeys(ck.dir(), mask_id, vocab, &md));
+  UNMASK_RETURN_IF_ERROR(AppendGenerationConfigSampling(ck.dir(), &md));
   const std::string dir = ck.dir();
   return gguf::GgufFile::FromParts(dir, std::move(md), m.Take(), std::move(owned));
 }

@@ -65,6 +65,9 @@ StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& opti
   std::shared_ptr<const gguf::GgufFile> file(std::move(opened));
   UNMASK_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
   LoadedModel out;
+  auto defaults = ReadSamplingDefaults(*file);
+  if (!defaults.ok()) return defaults.status().WithContext(path);
+  out.sampling_defaults = *defaults;
   auto tokenizer = folder ? LoadHfFolderTokenizer(path) : Tokenizer::FromGguf(*file);
   if (!tokenizer.ok()) return tokenizer.status();  // its messages name the file and key
   out.tokenizer = std::move(tokenizer).value();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "model/sampling_defaults.h"
 #include "core/status.h"
 #include "format/gguf.h"
 #include "model/model.h"
@@ -36,6 +37,7 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   WeightMode weight_mode = WeightMode::kPacked;  // the mode actually used
   std::shared_ptr<Backend> backend;              // the model's backend (model->backend())
+  SamplingDefaults sampling_defaults;            // the file's recommended sampling (may be empty)
 };
 
 // `path` is a GGUF file or a Hugging Face checkpoint folder (model/hf_import.h).

@@ -6,6 +6,8 @@
   reason names the model left out and why; a completion may go to either.
 - A chat request without max_tokens runs until EOS or the context (AR), a full canvas gets the
   server's --diffusion-max-tokens.
+- The model file's recommended sampling (generation_config.json here) is the default of a request
+  that sets none, and /v1/models shows it.
 - `--api-key`: the API needs `Authorization: Bearer KEY` (401 invalid_api_key otherwise), /health
   stays open.
 
@@ -14,15 +16,18 @@ Prints one line per check; exits 1 if any check failed.
   .venv/bin/python tests/server/test_habits.py --unmask build/release/unmask
 """
 import argparse
+import json
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_util import AR, AR_ID, LLADA, LLADA_ID, ROOT  # noqa: E402
 
 from client_util import check, raw, raw_json, run_tests, x_unmask  # noqa: E402
 
-CHAT_MODEL = os.path.join(ROOT, "tests", "data", "hf", "qwen3-tiny")  # random weights, a template
+QWEN_TINY = os.path.join(ROOT, "tests", "data", "hf", "qwen3-tiny")  # random weights, a template
 CHAT_ID = "qwen3-tiny"
 KEY = "test-key-123"
 
@@ -62,6 +67,22 @@ def chat_without_max_tokens(url, client):
           f"{r.usage} {r.choices[0].finish_reason}")
 
 
+def model_sampling_defaults(url, client):
+    s, _, obj, data = raw_json(url, "GET", "/v1/models")
+    by_id = {m["id"]: m for m in obj["data"]}
+    check(by_id[CHAT_ID]["x_unmask"]["sampling_defaults"] == {"temperature": 0.0, "top_k": 5},
+          "/v1/models shows the file's sampling defaults", repr(by_id[CHAT_ID]["x_unmask"]))
+    check(by_id[LLADA_ID]["x_unmask"]["sampling_defaults"] == {},
+          "a model without any shows {}", repr(by_id[LLADA_ID]["x_unmask"]))
+    # do_sample false: greedy unless the request asks otherwise (OpenAI's default would be 1).
+    msgs = [{"role": "user", "content": "hello"}]
+    a = client.chat.completions.create(model=CHAT_ID, max_tokens=12, messages=msgs)
+    b = client.chat.completions.create(model=CHAT_ID, max_tokens=12, messages=msgs)
+    g = client.chat.completions.create(model=CHAT_ID, max_tokens=12, messages=msgs, temperature=0)
+    check(a.choices[0].message.content == b.choices[0].message.content
+          == g.choices[0].message.content, "no temperature in the request: the model's greedy")
+
+
 def api_key_is_required(url, client):
     r = client.completions.create(model=AR_ID, prompt="Once", max_tokens=4, temperature=0)
     check(r.choices[0].text != "", "the right key (openai client api_key) is let in")
@@ -84,10 +105,23 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--unmask", default=os.path.join(ROOT, "build", "release", "unmask"))
     args = ap.parse_args()
-    rc = run_tests(args.unmask, ["-m", LLADA, "-m", CHAT_MODEL, "--alias", LLADA_ID,
-                                 "--alias", CHAT_ID, "-t", "1"],
-                   [chat_goes_to_the_model_with_a_template, completions_may_go_to_either,
-                    chat_without_max_tokens])
+    # qwen3-tiny with a generation_config.json that asks for greedy decoding and top-k 5.
+    chat_model = tempfile.mkdtemp(prefix="unmask-habits-")
+    for name in os.listdir(QWEN_TINY):
+        if name != "generation_config.json":
+            os.symlink(os.path.join(QWEN_TINY, name), os.path.join(chat_model, name))
+    with open(os.path.join(QWEN_TINY, "generation_config.json")) as f:
+        gen = json.load(f)
+    gen.update({"do_sample": False, "temperature": 0.9, "top_k": 5})
+    with open(os.path.join(chat_model, "generation_config.json"), "w") as f:
+        json.dump(gen, f)
+    try:
+        rc = run_tests(args.unmask, ["-m", LLADA, "-m", chat_model, "--alias", LLADA_ID,
+                                     "--alias", CHAT_ID, "-t", "1"],
+                       [chat_goes_to_the_model_with_a_template, completions_may_go_to_either,
+                        chat_without_max_tokens, model_sampling_defaults])
+    finally:
+        shutil.rmtree(chat_model)
     rc |= run_tests(args.unmask, ["-m", AR, "-t", "1", "--api-key", KEY], [api_key_is_required],
                     api_key=KEY)
     return rc

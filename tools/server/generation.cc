@@ -345,17 +345,24 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   // model "auto", a model that cannot use it is not a candidate).
   g->refuse_unused = true;
   const uint64_t seed = r.seed ? *r.seed : RandomSeed();
-  const double temperature = r.temperature.value_or(options_.temperature);
-  // AR: OpenAI semantics (top_p 1, no top-k / min-p unless asked).
+  // Defaults: the request's field, else the model file's recommendation (vLLM's
+  // generation-config behaviour), else OpenAI's (temperature 1, top_p 1, no top-k / min-p).
+  const SamplingDefaults& md = m.loaded->sampling_defaults;
+  const double temperature = r.temperature               ? *r.temperature
+                             : options_.temperature_given ? options_.temperature
+                                                          : md.temperature.value_or(
+                                                                options_.temperature);
   SamplingParams& sp = g->ar.sampling;
   sp.temperature = temperature;
-  sp.top_p = r.top_p.value_or(1.0);
-  sp.top_k = static_cast<int32_t>(std::max<int64_t>(r.top_k.value_or(0), 0));
-  sp.min_p = r.min_p.value_or(0.0);
+  sp.top_p = r.top_p.value_or(md.top_p.value_or(1.0));
+  sp.top_k = static_cast<int32_t>(std::max<int64_t>(r.top_k.value_or(md.top_k.value_or(0)), 0));
+  sp.min_p = r.min_p.value_or(md.min_p.value_or(0.0));
   sp.frequency_penalty = r.frequency_penalty.value_or(0.0);
   sp.presence_penalty = r.presence_penalty.value_or(0.0);
-  sp.repeat_penalty = r.repeat_penalty.value_or(1.0);
-  if (r.repeat_last_n) sp.repeat_last_n = static_cast<int32_t>(*r.repeat_last_n);
+  sp.repeat_penalty = r.repeat_penalty.value_or(md.repeat_penalty.value_or(1.0));
+  if (r.repeat_last_n || md.repeat_last_n) {
+    sp.repeat_last_n = static_cast<int32_t>(r.repeat_last_n ? *r.repeat_last_n : *md.repeat_last_n);
+  }
   sp.seed = seed;
   g->ar.ignore_eos = r.ignore_eos;
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;

@@ -77,6 +77,7 @@ int ServeCommand::Run() {
   options.aliases = aliases;
   options.weight_mode = *mode;
   options.request_timeout_s = request_timeout_s;
+  options.temperature_given = FlagGiven(cli, "--temperature");
   {
     // The server's defaults are settled as a request's are (--threshold alone implies the
     // threshold rule, --factor the factor rule; a parameter of another rule is an error).

@@ -254,6 +254,22 @@ void Server::InstallRoutes() {
       });
 }
 
+namespace {
+
+// The model file's recommended sampling (request field names; {} when it has none).
+json SamplingDefaultsJson(const SamplingDefaults& d) {
+  json j = json::object();
+  if (d.temperature) j["temperature"] = *d.temperature;
+  if (d.top_k) j["top_k"] = *d.top_k;
+  if (d.top_p) j["top_p"] = *d.top_p;
+  if (d.min_p) j["min_p"] = *d.min_p;
+  if (d.repeat_penalty) j["repeat_penalty"] = *d.repeat_penalty;
+  if (d.repeat_last_n) j["repeat_last_n"] = *d.repeat_last_n;
+  return j;
+}
+
+}  // namespace
+
 void Server::HandleModels(httplib::Response& res) {
   json data = json::array();
   const int64_t created = UnixSeconds();
@@ -269,6 +285,8 @@ void Server::HandleModels(httplib::Response& res) {
                       {"architecture", c.architecture},
                       {"max_model_len", c.context_length},
                       {"compute", std::string(ComputeTypeName(m->loaded->model->compute()))},
+                      {"chat_template", !m->loaded->tokenizer->chat_template().empty()},
+                      {"sampling_defaults", SamplingDefaultsJson(m->loaded->sampling_defaults)},
                       {"path", m->path}}}});
   }
   data.push_back({{"id", "auto"},

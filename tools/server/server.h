@@ -37,7 +37,11 @@ struct ServerOptions {
   std::shared_ptr<Backend> backend;  // of every model; null: DefaultBackend()
   SchedulerOptions scheduler;
   DiffusionParams diffusion;  // defaults of diffusion requests (gen_length, steps unused)
-  double temperature = 1.0;   // default when a request gives none (OpenAI: 1)
+  // Default temperature when a request gives none: the model file's recommended one
+  // (general.sampling.temp, generation_config.json) unless temperature_given (serve
+  // --temperature), else this (OpenAI: 1).
+  double temperature = 1.0;
+  bool temperature_given = false;
   // Tokens of a full-canvas diffusion request (LLaDA, Dream) that gives no max_tokens (chat):
   // the canvas costs every position on every step, so it is not the whole context.
   int64_t diffusion_max_tokens = 128;
