@@ -8,6 +8,7 @@
   server's --diffusion-max-tokens.
 - The model file's recommended sampling (generation_config.json here) is the default of a request
   that sets none, and /v1/models shows it.
+- `-c 64` caps every request's context (max_model_len 64, a longer request a 400).
 - `--api-key`: the API needs `Authorization: Bearer KEY` (401 invalid_api_key otherwise), /health
   stays open.
 
@@ -83,6 +84,21 @@ def model_sampling_defaults(url, client):
           == g.choices[0].message.content, "no temperature in the request: the model's greedy")
 
 
+def ctx_size_caps_requests(url, client):
+    models = client.models.list().data
+    ar = [m for m in models if m.id == AR_ID][0]
+    check(ar.model_extra["max_model_len"] == 64, "serve -c 64: max_model_len 64",
+          repr(ar.model_extra))
+    try:
+        client.completions.create(model=AR_ID, prompt="Once", max_tokens=100)
+        check(False, "max_tokens 100 with -c 64 -> 400")
+    except Exception as e:  # openai.BadRequestError
+        body = getattr(e, "body", {}) or {}
+        check(getattr(e, "status_code", None) == 400
+              and body.get("code") == "context_length_exceeded" and "64" in body.get("message", ""),
+              "max_tokens 100 with -c 64 -> 400 context_length_exceeded naming 64", repr(body))
+
+
 def api_key_is_required(url, client):
     r = client.completions.create(model=AR_ID, prompt="Once", max_tokens=4, temperature=0)
     check(r.choices[0].text != "", "the right key (openai client api_key) is let in")
@@ -122,8 +138,8 @@ def main():
                         chat_without_max_tokens, model_sampling_defaults])
     finally:
         shutil.rmtree(chat_model)
-    rc |= run_tests(args.unmask, ["-m", AR, "-t", "1", "--api-key", KEY], [api_key_is_required],
-                    api_key=KEY)
+    rc |= run_tests(args.unmask, ["-m", AR, "-t", "1", "--api-key", KEY, "-c", "64"],
+                    [api_key_is_required, ctx_size_caps_requests], api_key=KEY)
     return rc
 
 

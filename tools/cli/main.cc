@@ -46,8 +46,10 @@ std::string UnexpectedArgsMessage(const CLI::App& command) {
 int main(int argc, char** argv) {
   CLI::App app{
       "unmask " UNMASK_VERSION
-      ": inference engine for masked-diffusion (LLaDA) and autoregressive (Llama) language "
-      "models on the CPU"};
+      ": run diffusion language models (LLaDA, Dream, SDAR, LLaDA 2.x, their MoE versions) and "
+      "autoregressive ones (Llama, Qwen, SmolLM2) from GGUF files or Hugging Face folders, serve "
+      "them behind the OpenAI API, and measure what each costs. Start with 'unmask chat -m "
+      "MODEL', 'unmask generate -p TEXT' or 'unmask serve -m MODEL'; every command has --help"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "unmask " UNMASK_VERSION);
 
@@ -63,7 +65,9 @@ int main(int argc, char** argv) {
       "decoding, --small-block-size, --threshold) or autoregressive (llama, qwen2, qwen3: KV "
       "cache, sampling chain, speculative decoding). -m takes a GGUF file or a Hugging Face "
       "checkpoint folder\n"
-      "examples: unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
+      "examples: unmask generate -p \"Once upon a time\" --visual   (the default diffusion model)\n"
+      "          echo \"Tom had a red ball.\" | unmask generate -m ar.gguf -n -1 --temp 0.7\n"
+      "          unmask generate -m model.gguf -p \"Once upon a time\" --gen-length 64 "
       "--steps 64 --block-length 32\n"
       "          unmask generate -p \"Once upon a time\" --cache dual --threshold 0.9\n"
       "          unmask generate -m ar.gguf -p \"Hello\" -n 64 --spec lookup\n"

@@ -267,11 +267,11 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   // tokenizing (an 8 MiB prompt would otherwise cost hundreds of MiB and seconds of CPU).
   size_t chars = r.prompt_text.size();
   for (const ChatMessage& msg : r.messages) chars += msg.content.size();
-  const size_t max_chars = static_cast<size_t>(std::max<int64_t>(c.context_length, 64)) * 64;
+  const size_t max_chars = static_cast<size_t>(std::max<int64_t>(m.context_length, 64)) * 64;
   if (chars > max_chars) {
     return ContextError("the prompt (" + std::to_string(chars) +
                             " bytes) cannot fit in the context of " +
-                            std::to_string(c.context_length) + " tokens of " + m.id,
+                            std::to_string(m.context_length) + " tokens of " + m.id,
                         r.chat ? "messages" : "prompt");
   }
   std::string text = r.prompt_text;
@@ -329,7 +329,12 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
 std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const ServedModel& m,
                                                 GenerationRequest* g, BuiltDecoder* built) const {
   if (auto e = PromptIds(r, m, &g->prompt)) return e;
-  const ModelConfig& config = m.loaded->model->config();
+  // The model's config with the context requests may use (serve -c).
+  ModelConfig config = m.loaded->model->config();
+  if (m.context_length < config.context_length) {
+    config.context_length = m.context_length;
+    g->context_length = m.context_length;
+  }
   const int64_t prompt_length = static_cast<int64_t>(g->prompt.size());
   if (prompt_length >= config.context_length) {
     return ContextError("the prompt (" + std::to_string(prompt_length) +
@@ -348,10 +353,10 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   // Defaults: the request's field, else the model file's recommendation (vLLM's
   // generation-config behaviour), else OpenAI's (temperature 1, top_p 1, no top-k / min-p).
   const SamplingDefaults& md = m.loaded->sampling_defaults;
-  const double temperature = r.temperature               ? *r.temperature
-                             : options_.temperature_given ? options_.temperature
-                                                          : md.temperature.value_or(
-                                                                options_.temperature);
+  const double temperature = r.temperature ? *r.temperature
+                             : options_.temperature_given
+                                 ? options_.temperature
+                                 : md.temperature.value_or(options_.temperature);
   SamplingParams& sp = g->ar.sampling;
   sp.temperature = temperature;
   sp.top_p = r.top_p.value_or(md.top_p.value_or(1.0));

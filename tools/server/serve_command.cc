@@ -53,6 +53,10 @@ void ServeCommand::AddTo(CLI::App& app) {
                  "max_tokens (chat); AR and block-diffusion models generate until EOS or the "
                  "context instead")
       ->check(CLI::Range(int64_t{1}, kMaxLength));
+  app.add_option("-c,--ctx-size", options.context_length,
+                 "context every request may use, prompt + output (0: each model's own; a larger "
+                 "value is capped at the model's)")
+      ->check(CLI::Range(int64_t{0}, kMaxLength));
   app.add_option("--api-key", options.api_key,
                  "require 'Authorization: Bearer KEY' on the API (/health and the playground "
                  "page stay open); default: the UNMASK_API_KEY environment variable")

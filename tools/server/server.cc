@@ -109,6 +109,18 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     if (!index.ok()) return index.status();
     m->index = *index;
     m->loaded = &engine_->model(m->index);
+    const int64_t model_context = m->loaded->model->config().context_length;
+    m->context_length = model_context;
+    if (options_.context_length > 0) {
+      m->context_length = std::min(options_.context_length, model_context);
+      if (options_.context_length > model_context) {
+        std::fprintf(stderr,
+                     "unmask serve: warning: -c %lld is larger than the context of %s (%lld "
+                     "tokens); its requests get %lld (unmask does not extend a model's context)\n",
+                     static_cast<long long>(options_.context_length), m->id.c_str(),
+                     static_cast<long long>(model_context), static_cast<long long>(model_context));
+      }
+    }
     metrics_.Set("model_info",
                  {m->id, m->engine_name(), m->loaded->model->config().architecture,
                   std::string(ComputeTypeName(m->loaded->model->compute()))},
@@ -279,11 +291,11 @@ void Server::HandleModels(httplib::Response& res) {
                     {"object", "model"},
                     {"created", created},
                     {"owned_by", "unmask"},
-                    {"max_model_len", c.context_length},
+                    {"max_model_len", m->context_length},
                     {"x_unmask",
                      {{"engine", m->engine_name()},
                       {"architecture", c.architecture},
-                      {"max_model_len", c.context_length},
+                      {"max_model_len", m->context_length},
                       {"compute", std::string(ComputeTypeName(m->loaded->model->compute()))},
                       {"chat_template", !m->loaded->tokenizer->chat_template().empty()},
                       {"sampling_defaults", SamplingDefaultsJson(m->loaded->sampling_defaults)},
@@ -349,18 +361,13 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
   if (j.contains("add_special") && !j["add_special"].get<bool>()) {
     if (!chat && !r.prompt_is_ids) {
       const auto ids = tok.Encode(r.prompt_text, false, false);
-      return SetJson(res, 200,
-                     {{"tokens", ids},
-                      {"count", ids.size()},
-                      {"max_model_len", m->loaded->model->config().context_length}});
+      return SetJson(
+          res, 200, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", m->context_length}});
     }
   }
   std::vector<int32_t> ids;
   if (auto e = PromptIds(r, *m, &ids)) return SendError(res, *e);
-  SetJson(res, 200,
-          {{"tokens", ids},
-           {"count", ids.size()},
-           {"max_model_len", m->loaded->model->config().context_length}});
+  SetJson(res, 200, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", m->context_length}});
 }
 
 }  // namespace unmask::server

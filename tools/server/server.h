@@ -45,6 +45,9 @@ struct ServerOptions {
   // Tokens of a full-canvas diffusion request (LLaDA, Dream) that gives no max_tokens (chat):
   // the canvas costs every position on every step, so it is not the whole context.
   int64_t diffusion_max_tokens = 128;
+  // llama-server's -c / --ctx-size: the context every request may use (0: each model's own; a
+  // larger value is capped at the model's, with a warning at load).
+  int64_t context_length = 0;
   // Non-empty: the /v1 endpoints, /tokenize, /detokenize and /metrics need the header
   // "Authorization: Bearer <api_key>" (401 invalid_api_key otherwise); /health, /v1/health and the
   // playground page stay open.
@@ -61,6 +64,7 @@ struct ServedModel {
   std::string path;
   const LoadedModel* loaded = nullptr;  // owned by the engine
   size_t index = 0;                     // engine (and scheduler) model index
+  int64_t context_length = 0;           // what requests may use: min(serve -c, the model's)
   // Any diffusion kind (full-canvas or block): decoded by denoising masks.
   bool diffusion() const { return loaded->model->config().needs_mask_token(); }
   // "ar" | "diffusion" | "block_diffusion" | "fast_dllm_v2" (x_unmask.engine, /v1/models,

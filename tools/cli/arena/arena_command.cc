@@ -198,8 +198,8 @@ void ArenaCommand::AddTo(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--prompts", prompts_file,
                  "prompt file: .jsonl (prompt / turns / question / instruction / text field) or "
-                 "one prompt per line (default: the held-out TinyStories of "
-                 "../shared/data/corpus, never trained on)");
+                 "one prompt per line (default: the twins' held-out TinyStories, never trained on, "
+                 "from the shared test data beside the repository; without it, give --prompts)");
   app.add_option("--price-per-hour", price_per_hour,
                  "USD per hour of this machine for tokens per dollar (0: the cpu entry of the "
                  "hardware table)")
