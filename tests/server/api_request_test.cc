@@ -114,6 +114,15 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
   EXPECT_EQ(r.max_tokens, ApiRequest::kUntilDone);
   ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","n_predict":12})", false, &r));
   EXPECT_EQ(r.max_tokens, 12);
+  // n choices and echo (completions).
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","n":3,"echo":true})", false, &r));
+  EXPECT_EQ(r.n, 3);
+  EXPECT_TRUE(r.echo);
+  auto chat_echo =
+      Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],"echo":true})", true);
+  ASSERT_TRUE(chat_echo);
+  EXPECT_EQ(chat_echo->param, "echo");
+  EXPECT_EQ(chat_echo->code, "unsupported_parameter");
   const std::vector<std::pair<std::string, std::string>> refused = {
       {R"("response_format":{"type":"json_object"})", "response_format"},
       {R"("response_format":{"type":"json_schema","json_schema":{}})", "response_format"},
@@ -121,8 +130,6 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
       {R"("tool_choice":"required")", "tool_choice"},
       {R"("logit_bias":{"50256":-100})", "logit_bias"},
       {R"("skip_special_tokens":false)", "skip_special_tokens"},
-      {R"("n":2)", "n"},
-      {R"("echo":true)", "echo"},
       {R"("logprobs":true)", "logprobs"},
       {R"("top_logprobs":3)", "top_logprobs"},
       {R"("suffix":"end")", "suffix"},
@@ -172,7 +179,8 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
       {R"({"model":"m","prompt":"x","max_tokens":"9"})", "max_tokens"},
       {R"({"model":"m","prompt":"x","max_tokens":1e300})", "max_tokens"},
       {R"({"model":"m","prompt":"x","max_tokens":18446744073709551615})", "max_tokens"},
-      {R"({"model":"m","prompt":"x","n":2})", "n"},
+      {R"({"model":"m","prompt":"x","n":65})", "n"},
+      {R"({"model":"m","prompt":"x","n":0})", "n"},
       {R"({"model":"m","prompt":"x","temperature":-1})", "temperature"},
       {R"({"model":"m","prompt":"x","temperature":"hot"})", "temperature"},
       {R"({"model":"m","prompt":"x","top_p":2})", "top_p"},
@@ -191,7 +199,7 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
       {R"({"model":"m","prompt":"x","cache":7})", "cache"},
       {R"({"model":"m","prompt":"x","timeout":0})", "timeout"},
       {R"({"model":"m","prompt":"x","speculative":"eagle"})", "speculative"},
-      {R"({"model":"m","prompt":"x","echo":true})", "echo"},
+      {R"({"model":"m","prompt":"x","echo":"yes"})", "echo"},
       {R"({"model":"m","prompt":"x","logprobs":3})", "logprobs"},
       {R"({"model":"m","prompt":"x","best_of":2})", "best_of"},
   };

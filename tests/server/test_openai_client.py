@@ -118,6 +118,44 @@ def t_seed(url, client):
     check(any(o != a for o in others), f"different seeds differ {AR_ID}", f"{a!r} vs {others!r}")
 
 
+def t_n_and_echo(url, client):
+    """n choices: seeds seed, seed + 1, ...; choice i equals a single request with seed + i; echo
+    puts the prompt before each text; streaming interleaves the choices by index."""
+    kw = dict(max_tokens=16, temperature=0.8)
+    for model in (AR_ID, LLADA_ID):
+        r = complete(client, model, seed=11, n=3, **kw)
+        check(len(r.choices) == 3 and [c.index for c in r.choices] == [0, 1, 2],
+              f"n=3 ({model}): three choices, indexed", str(r)[:300])
+        singles = [complete(client, model, seed=11 + i, **kw).choices[0].text for i in range(3)]
+        check([c.text for c in r.choices] == singles,
+              f"n=3 ({model}): choice i = the request with seed 11 + i",
+              f"{[c.text for c in r.choices]!r} vs {singles!r}")
+        check(r.usage.completion_tokens == sum(
+            complete(client, model, seed=11 + i, **kw).usage.completion_tokens for i in range(3))
+              and r.usage.prompt_tokens == complete(client, model, **kw).usage.prompt_tokens,
+              f"n=3 ({model}): usage counts every choice's tokens and the prompt once", str(r.usage))
+        stream = client.completions.create(model=model, prompt=PROMPT, seed=11, n=3, stream=True,
+                                           **kw)
+        texts = ["", "", ""]
+        finished = set()
+        for ch in stream:
+            for c in ch.choices:
+                texts[c.index] += c.text or ""
+                if c.finish_reason:
+                    finished.add(c.index)
+        check(texts == singles and finished == {0, 1, 2},
+              f"n=3 stream ({model}): each index's text equals its single request",
+              f"{texts!r} vs {singles!r}")
+    e = complete(client, AR_ID, max_tokens=8, echo=True)
+    plain = complete(client, AR_ID, max_tokens=8)
+    check(e.choices[0].text == PROMPT + plain.choices[0].text, "echo: the prompt, then the text",
+          f"{e.choices[0].text!r}")
+    c = client.chat.completions.create(model=AR_ID, max_tokens=8, n=2, temperature=0.8, seed=3,
+                                       messages=[{"role": "user", "content": PROMPT}])
+    check(len(c.choices) == 2 and all(ch.message.content for ch in c.choices),
+          "chat n=2: two messages")
+
+
 def pick_stop(text):
     """A stop string that occurs in text, after its start: ' word' of a word from the middle."""
     words = [m for m in re.finditer(r" [A-Za-z]{3,}", text) if m.start() >= 4]
@@ -307,7 +345,7 @@ def t_errors(url, client):
         e = expect_status(fn, openai.NotFoundError, 404)
         check(error_message(e)[0] != "", f"unknown model ({what}) -> NotFoundError 404", str(e))
     for field, kw in (("temperature", {"temperature": -1}), ("max_tokens", {"max_tokens": 0}),
-                      ("n", {"n": 2}), ("top_p", {"top_p": 2})):
+                      ("n", {"n": 65}), ("top_p", {"top_p": 2})):
         args = {"max_tokens": 8, "temperature": 0, **kw}
         for model in (AR_ID, LLADA_ID):
             e = expect_status(lambda: client.completions.create(model=model, prompt=PROMPT, **args),
@@ -542,6 +580,7 @@ def t_cancel_timeout(url, client):
 
 
 TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_determinism, t_seed,
+         t_n_and_echo,
          t_stop, t_chat, t_streaming, t_extensions, t_errors, t_tokenize, t_metrics,
          t_cancel_stream, t_cancel_timeout]
 

@@ -271,17 +271,19 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                  : n_predict           ? *n_predict
                  : chat                ? ApiRequest::kUntilDone
                                        : 16;
-  if (auto e = ReadInt(j, "n", 1, kMaxLen, &n)) return e;
-  if (n && *n != 1) {
-    return Unsupported("n",
-                       "'n' must be 1: unmask returns one choice per request (send n requests)");
-  }
+  if (auto e = ReadInt(j, "n", 1, kMaxChoices, &n)) return e;
+  r.n = n.value_or(1);
   if (j.contains("best_of") && !j["best_of"].is_null() &&
       !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() == 1)) {
     return Unsupported("best_of", "'best_of' is not supported (only 1)");
   }
-  if (j.contains("echo") && !j["echo"].is_null() && j["echo"] != false) {
-    return Unsupported("echo", "'echo' is not supported (only false)");
+  std::optional<bool> echo;
+  if (auto e = ReadBool(j, "echo", &echo)) return e;
+  r.echo = echo.value_or(false);
+  if (r.echo && chat) {
+    return Unsupported("echo",
+                       "'echo' applies to /v1/completions (chat responses do not repeat "
+                       "the messages)");
   }
   if (j.contains("logprobs") && !j["logprobs"].is_null() && j["logprobs"] != false &&
       j["logprobs"] != 0) {

@@ -53,6 +53,8 @@ struct ApiRequest {
   std::optional<int64_t> repeat_last_n;
   bool ignore_eos = false;  // llama-server, vLLM: generate past end-of-generation tokens
   std::string user;         // OpenAI: an end-user id, logged
+  int64_t n = 1;            // choices: n requests on one model (seeds seed, seed + 1, ...)
+  bool echo = false;        // completions: the prompt text before each choice's text
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;
   bool stream = false;
@@ -91,6 +93,8 @@ struct ApiRequest {
 // nested array per byte of an 8 MiB body would take hundreds of MiB.
 int JsonNestingDepth(const std::string& body);
 inline constexpr int kMaxJsonDepth = 64;
+// The most choices (n) one request may ask for.
+inline constexpr int64_t kMaxChoices = 64;
 
 // Every top-level field a request may carry (OpenAI's, the accepted llama-server and vLLM ones,
 // unmask's extensions), sorted.
@@ -99,8 +103,8 @@ std::span<const std::string> AcceptedFields();
 // Parses `body` as a completions (chat = false) or chat completions request. Returns the error to
 // send or nullopt: 400 for malformed JSON, wrong types, out-of-range values, an unknown field
 // (code "unknown_parameter", with the closest accepted name), a value that cannot be honoured
-// (code "unsupported_parameter": n != 1, logprobs, echo, response_format other than text, tools,
-// logit_bias, skip_special_tokens false).
+// (code "unsupported_parameter": n above kMaxChoices, echo on chat, logprobs, response_format
+// other than text, tools, logit_bias, skip_special_tokens false).
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out);
 
 }  // namespace unmask::server

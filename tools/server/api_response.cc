@@ -61,27 +61,28 @@ json XUnmaskJson(const ResponseHead& head, const char* engine, FinishReason fini
   return x;
 }
 
-json CompletionBody(const ResponseHead& head, const std::string& text, FinishReason finish,
+json CompletionBody(const ResponseHead& head, const std::vector<ChoiceResult>& choices,
                     const json& usage, const json& x_unmask) {
-  json choice = {{"index", 0}, {"finish_reason", ApiFinishReason(finish)}};
-  if (head.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  json all = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    json choice = {{"index", i}, {"finish_reason", ApiFinishReason(choices[i].finish)}};
+    if (head.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+    } else {
+      choice["text"] = choices[i].text;
+    }
     choice["logprobs"] = nullptr;
-  } else {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
+    all.push_back(std::move(choice));
   }
-  return {{"id", head.id},
-          {"object", head.chat ? "chat.completion" : "text_completion"},
-          {"created", head.created},
-          {"model", head.model},
-          {"choices", json::array({choice})},
-          {"usage", usage},
+  return {{"id", head.id},           {"object", head.chat ? "chat.completion" : "text_completion"},
+          {"created", head.created}, {"model", head.model},
+          {"choices", all},          {"usage", usage},
           {"x_unmask", x_unmask}};
 }
 
-json ChunkBody(const ResponseHead& head, const std::string* text, bool first, const char* finish) {
-  json choice = {{"index", 0},
+json ChunkBody(const ResponseHead& head, const std::string* text, bool first, const char* finish,
+               int64_t index) {
+  json choice = {{"index", index},
                  {"finish_reason", finish ? json(finish) : json(nullptr)},
                  {"logprobs", nullptr}};
   if (head.chat) {

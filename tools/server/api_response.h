@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/request.h"
 #include "engine/router.h"
@@ -35,14 +36,19 @@ nlohmann::json UsageJson(const RequestStats& s);
 nlohmann::json XUnmaskJson(const ResponseHead& head, const char* engine, FinishReason finish,
                            const RequestStats& s, const std::optional<RouteDecision>& route);
 
-// The non-streaming body.
-nlohmann::json CompletionBody(const ResponseHead& head, const std::string& text,
-                              FinishReason finish, const nlohmann::json& usage,
-                              const nlohmann::json& x_unmask);
-// A streaming chunk: `text` (nullptr: none), the first chat chunk carries the role, `finish`
-// (nullptr: none yet).
+// One choice of a response (a request with n > 1 has n).
+struct ChoiceResult {
+  std::string text;
+  FinishReason finish = FinishReason::kStop;
+};
+
+// The non-streaming body: choices[i] has index i.
+nlohmann::json CompletionBody(const ResponseHead& head, const std::vector<ChoiceResult>& choices,
+                              const nlohmann::json& usage, const nlohmann::json& x_unmask);
+// A streaming chunk of choice `index`: `text` (nullptr: none), the first chat chunk carries the
+// role, `finish` (nullptr: none yet).
 nlohmann::json ChunkBody(const ResponseHead& head, const std::string* text, bool first,
-                         const char* finish);
+                         const char* finish, int64_t index = 0);
 // The usage chunk (empty choices).
 nlohmann::json UsageChunkBody(const ResponseHead& head, const nlohmann::json& usage,
                               const nlohmann::json& x_unmask);

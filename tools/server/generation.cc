@@ -42,27 +42,34 @@ uint64_t RandomSeed() {
 
 // Everything the content provider needs, kept alive by the provider's shared_ptr.
 struct Exchange {
-  std::shared_ptr<RequestStream> stream;
+  std::vector<std::shared_ptr<RequestStream>> streams;  // one per choice (n)
   ResponseHead head;
   const char* engine = "ar";
   bool stream_mode = false;
   bool include_usage = false;
+  std::string echo;  // completions with echo: the prompt text, before each choice's text
   int32_t mask_id = -1;
   const Tokenizer* tokenizer = nullptr;
   std::optional<RouteDecision> route;
   std::string log_prefix;
+  void CancelAll() {
+    for (auto& s : streams) s->Cancel();
+  }
 };
 
-void LogDone(const Exchange& x, const StreamEvent& e) {
-  std::fprintf(
-      stderr,
-      "unmask serve: %s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
-      "queue=%.0fms ttft=%.0fms total=%.0fms%s%s\n",
-      x.log_prefix.c_str(), x.head.model.c_str(), std::string(FinishReasonName(e.finish)).c_str(),
-      static_cast<long long>(e.stats.prompt_tokens),
-      static_cast<long long>(e.stats.completion_tokens), static_cast<long long>(e.stats.nfe),
-      e.stats.queue_ms, e.stats.ttft_ms, e.stats.total_ms,
-      e.status.ok() ? "" : " error=", e.status.ok() ? "" : e.status.message().c_str());
+void LogDone(const Exchange& x, size_t choice, const StreamEvent& e) {
+  const std::string which =
+      x.streams.size() > 1 ? " choice=" + std::to_string(choice) : std::string();
+  std::fprintf(stderr,
+               "unmask serve: %s%s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
+               "queue=%.0fms ttft=%.0fms total=%.0fms%s%s\n",
+               x.log_prefix.c_str(), which.c_str(), x.head.model.c_str(),
+               std::string(FinishReasonName(e.finish)).c_str(),
+               static_cast<long long>(e.stats.prompt_tokens),
+               static_cast<long long>(e.stats.completion_tokens),
+               static_cast<long long>(e.stats.nfe), e.stats.queue_ms, e.stats.ttft_ms,
+               e.stats.total_ms,
+               e.status.ok() ? "" : " error=", e.status.ok() ? "" : e.status.message().c_str());
 }
 
 // The error a request that did not complete ends with (an engine fault, or an abort the client
@@ -74,16 +81,22 @@ ApiError EndError(const StreamEvent& e) {
   return MakeError(500, "generation failed: " + e.status.message());
 }
 
+bool Failed(const StreamEvent& e) {
+  return e.finish == FinishReason::kError || e.finish == FinishReason::kAbort;
+}
+
 bool WriteSse(httplib::DataSink& sink, const std::string& data) {
   const std::string line = "data: " + data + "\n\n";
   return sink.write(line.data(), line.size());
 }
 
-// Waits for the next event of `x`, writing `keep_alive` to the client after every kPingEvery
-// polls of silence (nothing when null). False when a write failed: the client is gone.
-bool NextEvent(Exchange& x, httplib::DataSink* sink, std::string_view keep_alive, StreamEvent* e) {
+// Waits for the next event of choice `i`, writing `keep_alive` to the client after every
+// kPingEvery polls of silence (nothing when `sink` is null). False when a write failed: the client
+// is gone.
+bool NextEvent(Exchange& x, size_t i, httplib::DataSink* sink, std::string_view keep_alive,
+               StreamEvent* e) {
   int silent = 0;
-  while (!x.stream->Pop(e, kPollInterval)) {
+  while (!x.streams[i]->Pop(e, kPollInterval)) {
     if (sink != nullptr && ++silent >= kPingEvery) {
       silent = 0;
       if (!sink->write(keep_alive.data(), keep_alive.size())) return false;
@@ -92,84 +105,152 @@ bool NextEvent(Exchange& x, httplib::DataSink* sink, std::string_view keep_alive
   return true;
 }
 
-// The body of a whole (non-streaming) response, from the text and the kDone event.
-std::string WholeBody(const Exchange& x, const std::string& text, const StreamEvent& done) {
-  if (done.finish == FinishReason::kError || done.finish == FinishReason::kAbort) {
-    return ErrorBody(EndError(done));
+// Usage of the whole response: the prompt once (as OpenAI counts it), every choice's tokens.
+json TotalUsage(const std::vector<StreamEvent>& done) {
+  RequestStats sum = done.front().stats;
+  for (size_t i = 1; i < done.size(); ++i) {
+    sum.completion_tokens += done[i].stats.completion_tokens;
   }
-  return Dump(CompletionBody(x.head, text, done.finish, UsageJson(done.stats),
-                             XUnmaskJson(x.head, x.engine, done.finish, done.stats, x.route)));
+  return UsageJson(sum);
 }
 
-// The whole streaming response; false when the client is gone.
+// x_unmask of the first choice, plus the number of choices when there are several.
+json ResponseXUnmask(const Exchange& x, const std::vector<StreamEvent>& done) {
+  json xu = XUnmaskJson(x.head, x.engine, done.front().finish, done.front().stats, x.route);
+  if (done.size() > 1) xu["n"] = done.size();
+  return xu;
+}
+
+// Collects every choice of a whole (non-streaming) response and returns its body, or nullopt when
+// the client is gone (a failed keep-alive write; `sink` null: no keep-alive).
+std::optional<std::string> CollectWhole(Exchange& x, httplib::DataSink* sink, int* status) {
+  std::vector<ChoiceResult> choices(x.streams.size());
+  std::vector<StreamEvent> done(x.streams.size());
+  for (size_t i = 0; i < x.streams.size(); ++i) {
+    choices[i].text = x.echo;
+    StreamEvent e;
+    for (;;) {
+      if (!NextEvent(x, i, sink, " ", &e)) return std::nullopt;
+      if (e.type == StreamEvent::Type::kText) choices[i].text += e.text;
+      if (e.type == StreamEvent::Type::kDone) break;
+    }
+    LogDone(x, i, e);
+    choices[i].finish = e.finish;
+    done[i] = std::move(e);
+  }
+  for (const StreamEvent& e : done) {
+    if (Failed(e)) {
+      *status = EndError(e).status;
+      return ErrorBody(EndError(e));
+    }
+  }
+  *status = 200;
+  return Dump(CompletionBody(x.head, choices, TotalUsage(done), ResponseXUnmask(x, done)));
+}
+
+// The whole streaming response; false when the client is gone. Choices are interleaved as their
+// events come (each chunk names its index).
 bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
-  bool first = true;
-  StreamEvent e;
-  for (;;) {
-    if (!NextEvent(x, &sink, ": ping\n\n", &e)) return false;
-    if (e.type == StreamEvent::Type::kText) {
-      if (!WriteSse(sink, Dump(ChunkBody(x.head, &e.text, first, nullptr)))) return false;
-      first = false;
-      continue;
-    }
-    if (e.type == StreamEvent::Type::kCanvas) {
-      json tokens = json::array();
-      for (int32_t t : e.canvas) {
-        if (t == e.mask_id) {
-          tokens.push_back(nullptr);
-        } else {
-          const int32_t one[1] = {t};
-          // A piece as it continues the text (a SentencePiece word keeps its leading space): any
-          // previous token other than BOS keeps it; the mask id is one.
-          tokens.push_back(x.tokenizer->DecodeContinuation(e.mask_id, one, /*skip_special=*/false));
-        }
-      }
-      json c = {{"id", x.head.id},
-                {"object", "unmask.canvas"},
-                {"model", x.head.model},
-                {"step", e.step},
-                {"block", e.block},
-                {"nfe", e.step + 1},
-                {"elapsed_ms", e.elapsed_ms},
-                {"tokens", tokens}};
-      if (!WriteSse(sink, Dump(c))) return false;
-      continue;
-    }
-    // kDone.
-    LogDone(x, e);
-    if (e.finish == FinishReason::kError || e.finish == FinishReason::kAbort) {
-      if (!WriteSse(sink, ErrorBody(EndError(e)))) return false;
-    } else {
-      const json usage = UsageJson(e.stats);
-      const json xu = XUnmaskJson(x.head, x.engine, e.finish, e.stats, x.route);
-      json last = ChunkBody(x.head, nullptr, first, ApiFinishReason(e.finish));
-      if (!x.include_usage) last["x_unmask"] = xu;
-      if (!WriteSse(sink, Dump(last))) return false;
-      if (x.include_usage && !WriteSse(sink, Dump(UsageChunkBody(x.head, usage, xu)))) {
+  const size_t n = x.streams.size();
+  std::vector<bool> first(n, true), finished(n, false);
+  std::vector<StreamEvent> done(n);
+  if (!x.echo.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!WriteSse(sink,
+                    Dump(ChunkBody(x.head, &x.echo, true, nullptr, static_cast<int64_t>(i))))) {
         return false;
       }
+      first[i] = false;
     }
-    static const char kDone[] = "data: [DONE]\n\n";
-    if (!sink.write(kDone, sizeof(kDone) - 1)) return false;
-    sink.done();
-    return true;
   }
+  size_t left = n;
+  int silent = 0;
+  const auto poll = n == 1 ? kPollInterval : std::chrono::milliseconds(10);
+  const int ping_every = n == 1 ? kPingEvery : 20;  // 200 ms of silence either way
+  while (left > 0) {
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (finished[i]) continue;
+      StreamEvent e;
+      if (!x.streams[i]->Pop(&e, poll)) continue;
+      any = true;
+      const auto index = static_cast<int64_t>(i);
+      if (e.type == StreamEvent::Type::kText) {
+        if (!WriteSse(sink, Dump(ChunkBody(x.head, &e.text, first[i], nullptr, index)))) {
+          return false;
+        }
+        first[i] = false;
+        continue;
+      }
+      if (e.type == StreamEvent::Type::kCanvas) {
+        json tokens = json::array();
+        for (int32_t t : e.canvas) {
+          if (t == e.mask_id) {
+            tokens.push_back(nullptr);
+          } else {
+            const int32_t one[1] = {t};
+            // A piece as it continues the text (a SentencePiece word keeps its leading space):
+            // any previous token other than BOS keeps it; the mask id is one.
+            tokens.push_back(
+                x.tokenizer->DecodeContinuation(e.mask_id, one, /*skip_special=*/false));
+          }
+        }
+        json c = {{"id", x.head.id},
+                  {"object", "unmask.canvas"},
+                  {"model", x.head.model},
+                  {"step", e.step},
+                  {"block", e.block},
+                  {"nfe", e.step + 1},
+                  {"elapsed_ms", e.elapsed_ms},
+                  {"tokens", tokens}};
+        if (n > 1) c["index"] = index;
+        if (!WriteSse(sink, Dump(c))) return false;
+        continue;
+      }
+      // kDone of choice i.
+      LogDone(x, i, e);
+      finished[i] = true;
+      --left;
+      if (Failed(e)) {
+        if (!WriteSse(sink, ErrorBody(EndError(e)))) return false;
+        x.CancelAll();
+        static const char kEnd[] = "data: [DONE]\n\n";
+        if (!sink.write(kEnd, sizeof(kEnd) - 1)) return false;
+        sink.done();
+        return true;
+      }
+      json last = ChunkBody(x.head, nullptr, first[i], ApiFinishReason(e.finish), index);
+      done[i] = std::move(e);
+      if (left == 0 && !x.include_usage) last["x_unmask"] = ResponseXUnmask(x, done);
+      if (!WriteSse(sink, Dump(last))) return false;
+    }
+    if (!any && ++silent >= ping_every) {
+      silent = 0;
+      static const char kPing[] = ": ping\n\n";
+      if (!sink.write(kPing, sizeof(kPing) - 1)) return false;
+    } else if (any) {
+      silent = 0;
+    }
+  }
+  if (x.include_usage &&
+      !WriteSse(sink, Dump(UsageChunkBody(x.head, TotalUsage(done), ResponseXUnmask(x, done))))) {
+    return false;
+  }
+  static const char kDone[] = "data: [DONE]\n\n";
+  if (!sink.write(kDone, sizeof(kDone) - 1)) return false;
+  sink.done();
+  return true;
 }
 
 // The whole non-streaming response; false when the client is gone.
 bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
-  std::string text;
-  StreamEvent e;
-  for (;;) {
-    if (!NextEvent(x, &sink, " ", &e)) return false;
-    if (e.type == StreamEvent::Type::kText) text += e.text;
-    if (e.type != StreamEvent::Type::kDone) continue;
-    LogDone(x, e);
-    const std::string body = WholeBody(x, text, e) + "\n";
-    if (!sink.write(body.data(), body.size())) return false;
-    sink.done();
-    return true;
-  }
+  int status = 200;
+  const auto body = CollectWhole(x, &sink, &status);
+  if (!body) return false;
+  const std::string line = *body + "\n";
+  if (!sink.write(line.data(), line.size())) return false;
+  sink.done();
+  return true;
 }
 
 // The request fields that were set, named as the decoder factory knows them
@@ -566,19 +647,39 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     std::fprintf(stderr, "unmask serve: %s: fields that %s (%s) does not use, ignored: %s\n", idbuf,
                  m->id.c_str(), std::string(DecoderKindName(built.kind)).c_str(), list.c_str());
   }
-  auto stream = engine_->scheduler().Submit(m->index, std::move(g), std::move(built.decoder));
-  if (!stream.ok()) {
-    if (stream.status().code() == StatusCode::kResourceExhausted) {
-      res.set_header("Retry-After", "1");
-      return SendError(
-          res,
-          MakeError(429, "the server is overloaded: " + stream.status().message() + "; retry later",
-                    "rate_limit_error"));
-    }
-    return SendError(res, MakeError(503, stream.status().message()));
+  // n > 1: n requests on the chosen model, seeds seed, seed + 1, ... (each random without one).
+  std::vector<GenerationRequest> gens;
+  std::vector<BuiltDecoder> decoders;
+  gens.push_back(std::move(g));
+  decoders.push_back(std::move(built));
+  for (int64_t i = 1; i < r.n; ++i) {
+    ApiRequest ri = r;
+    if (r.seed) ri.seed = *r.seed + static_cast<uint64_t>(i);
+    GenerationRequest gi;
+    gi.arrival = arrival;
+    gi.id = std::string(idbuf) + "-" + std::to_string(i);
+    BuiltDecoder bi;
+    if (auto e = BuildGeneration(ri, *m, &gi, &bi)) return SendError(res, *e);
+    gens.push_back(std::move(gi));
+    decoders.push_back(std::move(bi));
   }
   auto x = std::make_shared<Exchange>();
-  x->stream = *stream;
+  for (size_t i = 0; i < gens.size(); ++i) {
+    auto stream =
+        engine_->scheduler().Submit(m->index, std::move(gens[i]), std::move(decoders[i].decoder));
+    if (!stream.ok()) {
+      x->CancelAll();  // the choices already queued
+      if (stream.status().code() == StatusCode::kResourceExhausted) {
+        res.set_header("Retry-After", "1");
+        return SendError(res, MakeError(429,
+                                        "the server is overloaded: " + stream.status().message() +
+                                            "; retry later",
+                                        "rate_limit_error"));
+      }
+      return SendError(res, MakeError(503, stream.status().message()));
+    }
+    x->streams.push_back(*stream);
+  }
   x->head = {idbuf, UnixSeconds(), m->id, chat};
   x->engine = m->engine_name();
   x->stream_mode = r.stream;
@@ -586,24 +687,22 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   x->tokenizer = m->loaded->tokenizer.get();
   x->route = route;
   x->log_prefix = std::string(idbuf) + (r.stream ? " stream" : "");
+  if (r.echo) {
+    x->echo = r.prompt_is_ids ? m->loaded->tokenizer->Decode(r.prompt_ids, /*skip_special=*/false)
+                              : r.prompt_text;
+  }
   auto provider = [x](size_t, httplib::DataSink& sink) {
     const bool ok = x->stream_mode ? ProvideStream(*x, sink) : ProvideWhole(*x, sink);
-    if (!ok) x->stream->Cancel();  // the client is gone: the engine drops the request
+    if (!ok) x->CancelAll();  // the client is gone: the engine drops the requests
     return ok;
   };
   // Runs when the response ends, whichever way: a request still running is cancelled.
-  auto release = [x](bool) { x->stream->Cancel(); };
+  auto release = [x](bool) { x->CancelAll(); };
   if (req.version == "HTTP/1.0") {
-    StreamEvent e;
-    std::string text;
-    do {
-      NextEvent(*x, nullptr, "", &e);
-      if (e.type == StreamEvent::Type::kText) text += e.text;
-    } while (e.type != StreamEvent::Type::kDone);
-    LogDone(*x, e);
-    const bool failed = e.finish == FinishReason::kError || e.finish == FinishReason::kAbort;
-    res.status = failed ? EndError(e).status : 200;
-    res.set_content(WholeBody(*x, text, e), "application/json");
+    int status = 200;
+    const auto body = CollectWhole(*x, nullptr, &status);
+    res.status = status;
+    res.set_content(body.value_or(""), "application/json");
     return;
   }
   // "application/json; charset=utf-8", not "application/json": cpp-httplib would gzip the latter
