@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -60,6 +61,15 @@ struct DecodeStep {
   }
 };
 
+// The log-probability of one generated token under the model, and its most likely alternatives
+// (OpenAI's logprobs / top_logprobs). AR: log_softmax of the raw logits of the row the token was
+// drawn from (before penalties, filters and temperature: vLLM's default), in nats.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // the k most likely tokens, most likely first
+};
+
 class Decoder {
  public:
   virtual ~Decoder() = default;
@@ -94,6 +104,9 @@ class Decoder {
   virtual std::span<const int32_t> committed() const;
   // The mask token id of a diffusion decoder; -1 for AR.
   virtual int32_t mask_id() const { return -1; }
+  // One entry per generated token when the request asked for log-probabilities (AR decoders with
+  // ArParams::logprobs >= 0); empty otherwise.
+  virtual std::span<const TokenLogprob> logprobs() const { return {}; }
   virtual int64_t nfe() const = 0;  // forward passes so far (a CFG pair counts once)
   // Positions a steady step of this decoder feeds, for the scheduler's token budget: the whole
   // canvas (prompt included) for diffusion and Dream, 1 for AR after its prefill.

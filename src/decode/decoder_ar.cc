@@ -1,6 +1,7 @@
 #include "decode/decoder_ar.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/rng.h"
@@ -41,6 +42,11 @@ StatusOr<ArDecoder> ArDecoder::Create(const ArParams& params, ArTokenIds ids,
   }
   if (params.n_predict < -1) {
     return InvalidArgumentError("n_predict must be -1 (until EOS or a full context) or >= 0");
+  }
+  if (params.logprobs < -1 || params.logprobs > kMaxTopLogprobs) {
+    return InvalidArgumentError("logprobs must be -1 (off) or in [0, " +
+                                std::to_string(kMaxTopLogprobs) + "], got " +
+                                std::to_string(params.logprobs));
   }
   if (params.draft_max < 1 || params.draft_max > kMaxDraft) {
     return InvalidArgumentError("draft_max must be in [1, " + std::to_string(kMaxDraft) +
@@ -95,7 +101,34 @@ StatusOr<const BatchPlan*> ArDecoder::Plan() {
   return &plan_;
 }
 
-bool ArDecoder::Commit(int32_t t, ArStepResult* result) {
+bool ArDecoder::Commit(int32_t t, std::span<const float> row, ArStepResult* result) {
+  if (params_.logprobs >= 0) {
+    // log_softmax in double: logit - max - log(sum exp(logit - max)).
+    float max = row[0];
+    for (float v : row) max = std::max(max, v);
+    double sum = 0;
+    for (float v : row) sum += std::exp(static_cast<double>(v) - max);
+    const double log_z = static_cast<double>(max) + std::log(sum);
+    TokenLogprob lp;
+    lp.token = t;
+    lp.logprob = static_cast<float>(row[static_cast<size_t>(t)] - log_z);
+    const size_t k = std::min(static_cast<size_t>(params_.logprobs), row.size());
+    if (k > 0) {
+      std::vector<int32_t> ids(row.size());
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+      // Most likely first; ties to the lower id (deterministic).
+      std::partial_sort(
+          ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+          [&](int32_t a, int32_t b) {
+            return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)] ||
+                   (row[static_cast<size_t>(a)] == row[static_cast<size_t>(b)] && a < b);
+          });
+      for (size_t i = 0; i < k; ++i) {
+        lp.top.emplace_back(ids[i], static_cast<float>(row[static_cast<size_t>(ids[i])] - log_z));
+      }
+    }
+    logprobs_.push_back(std::move(lp));
+  }
   tokens_.push_back(t);
   result->tokens.push_back(t);
   const int64_t generated = static_cast<int64_t>(tokens_.size()) - prompt_length_;
@@ -137,7 +170,7 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
     if (i == k) {  // every draft accepted (or none): draw from p
       const int32_t t =
           p.ids.size() == 1 ? p.ids[0] : p.Draw(rng.Uniform(RngStream::kSampling, position, 0, 0));
-      Commit(t, result);
+      Commit(t, row, result);
       break;
     }
     const int32_t d = draft_.tokens[static_cast<size_t>(i)];
@@ -145,7 +178,7 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
     const double u = rng.Uniform(RngStream::kSpecAccept, position, 0, 0);
     if (q > 0 && u < std::min(1.0, p.Prob(d) / q)) {
       ++result->accepted;
-      if (!Commit(d, result)) break;
+      if (!Commit(d, row, result)) break;
       history_.push_back(d);
       continue;
     }
@@ -166,7 +199,7 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
     const int32_t t = residual.ids.size() == 1
                           ? residual.ids[0]
                           : residual.Draw(rng.Uniform(RngStream::kSpecResidual, position, 0, 0));
-    Commit(t, result);
+    Commit(t, row, result);
     break;
   }
   // Cached now: every fed non-draft token and the accepted drafts.

@@ -37,7 +37,12 @@ struct ArParams {
   bool ignore_eos = false;  // keep going past end-of-generation tokens
   // Most tokens proposed per step when a drafter is set, in [1, kMaxDraft].
   int32_t draft_max = 3;
+  // -1: off; k in [0, kMaxTopLogprobs]: record every generated token's log-probability and its k
+  // most likely alternatives (Decoder::logprobs()).
+  int32_t logprobs = -1;
 };
+
+inline constexpr int32_t kMaxTopLogprobs = 20;  // OpenAI's limit
 
 // Longest draft: a verification then feeds at most 16 tokens, which the batch-1 kernels compute
 // row by row exactly as one-token forwards (ops/linear_cpu.cc, attention_cpu.cc), so greedy
@@ -105,15 +110,17 @@ class ArDecoder final : public Decoder {
   const Drafter* drafter() const { return drafter_; }
   const SpeculativeStats& speculative() const { return spec_; }
   const ArParams& params() const { return params_; }
+  std::span<const TokenLogprob> logprobs() const override { return logprobs_; }
 
  private:
   ArDecoder() = default;
-  // Appends `t`, updates finish_; false when generation has ended.
-  bool Commit(int32_t t, ArStepResult* result);
+  // Appends `t` (drawn from logits `row`), updates finish_; false when generation has ended.
+  bool Commit(int32_t t, std::span<const float> row, ArStepResult* result);
 
   ArParams params_;
   ArTokenIds ids_;
   Sampler sampler_{SamplingParams{}};
+  std::vector<TokenLogprob> logprobs_;
   Drafter* drafter_ = nullptr;
   std::unique_ptr<Drafter> owned_drafter_;
   int32_t kv_seq_ = 0;

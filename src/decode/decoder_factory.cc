@@ -8,7 +8,8 @@ namespace {
 
 // Parameters only the AR decoder uses. top_k and top_p are also Dream's sampler's. (Stop strings
 // and ignore_eos act on the text, engine/text_stream.h, for every kind.)
-constexpr std::array<std::string_view, 15> kArOnly = {"n_predict",
+constexpr std::array<std::string_view, 16> kArOnly = {"n_predict",
+                                                      "logprobs",
                                                       "top_k",
                                                       "top_p",
                                                       "min_p",

@@ -78,7 +78,8 @@ struct StreamEvent {
   double elapsed_ms = 0;
   FinishReason finish = FinishReason::kStop;
   RequestStats stats;
-  std::vector<int32_t> output_ids;  // kDone: the completion_tokens tokens returned
+  std::vector<int32_t> output_ids;     // kDone: the completion_tokens tokens returned
+  std::vector<TokenLogprob> logprobs;  // kDone: theirs, when the request asked (AR)
   Status status;
 };
 

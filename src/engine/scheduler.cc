@@ -394,6 +394,11 @@ void Scheduler::Finish(ModelState& ms, Active& a, FinishReason reason, Status st
   e.stats = a.stats;
   const auto kept = std::min(tokens.size(), static_cast<size_t>(a.stats.completion_tokens));
   e.output_ids.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(kept));
+  if (a.decoder) {
+    const auto lp = a.decoder->logprobs();
+    e.logprobs.assign(lp.begin(),
+                      lp.begin() + static_cast<std::ptrdiff_t>(std::min(lp.size(), kept)));
+  }
   e.status = std::move(status);
   a.stream->Push(std::move(e));
 }

@@ -255,3 +255,52 @@ TEST(ArDecoderTest, SpeculativeSamplingPreservesTheTargetDistribution) {
 
 }  // namespace
 }  // namespace unmask
+
+namespace unmask {
+namespace {
+
+// logprobs: log_softmax of the raw row (not of the sampling chain's distribution), the top-k
+// alternatives most likely first with ties to the lower id; off by default; range-checked.
+TEST(ArDecoderLogprobsTest, EveryCommittedTokenGetsItsLogSoftmax) {
+  ArParams p = Greedy(2);
+  p.logprobs = 3;
+  p.sampling.repeat_penalty = 2.0;  // acts on sampling only, not on the reported log-probabilities
+  const std::vector<int32_t> prompt = {1};
+  auto d = ArDecoder::Create(p, {}, prompt, 16, kVocab);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  std::vector<float> rows[2] = {{0, 1, 2, 3, 3, 5}, {4, 0, 0, 0, 0, 0}};
+  for (auto& row : rows) {
+    ASSERT_TRUE(d->Plan().ok());
+    ASSERT_TRUE(d->Update(View(row), nullptr).ok());
+  }
+  ASSERT_TRUE(d->Done());
+  const auto lp = d->logprobs();
+  ASSERT_EQ(lp.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    double z = 0;
+    for (float v : rows[r]) z += std::exp(static_cast<double>(v));
+    const int32_t t = lp[r].token;
+    EXPECT_EQ(t, d->generated()[r]);
+    EXPECT_NEAR(lp[r].logprob, rows[r][static_cast<size_t>(t)] - std::log(z), 1e-6);
+    ASSERT_EQ(lp[r].top.size(), 3u);
+    for (const auto& [id, v] : lp[r].top) {
+      EXPECT_NEAR(v, rows[r][static_cast<size_t>(id)] - std::log(z), 1e-6);
+    }
+  }
+  EXPECT_EQ(lp[0].token, 5);
+  EXPECT_EQ(lp[0].top[0].first, 5);
+  EXPECT_EQ(lp[0].top[1].first, 3);  // 3 and 4 tie: the lower id first
+  EXPECT_EQ(lp[0].top[2].first, 4);
+  // Off by default; out of range refused.
+  auto off = ArDecoder::Create(Greedy(1), {}, prompt, 16, kVocab);
+  ASSERT_TRUE(off.ok());
+  ASSERT_TRUE(off->Plan().ok());
+  std::vector<float> row = rows[0];
+  ASSERT_TRUE(off->Update(View(row), nullptr).ok());
+  EXPECT_TRUE(off->logprobs().empty());
+  p.logprobs = 21;
+  EXPECT_FALSE(ArDecoder::Create(p, {}, prompt, 16, kVocab).ok());
+}
+
+}  // namespace
+}  // namespace unmask

@@ -123,6 +123,20 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
   ASSERT_TRUE(chat_echo);
   EXPECT_EQ(chat_echo->param, "echo");
   EXPECT_EQ(chat_echo->code, "unsupported_parameter");
+  // logprobs: completions take k, chat a boolean and top_logprobs.
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","logprobs":5})", false, &r));
+  EXPECT_EQ(r.logprobs, 5);
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x"})", false, &r));
+  EXPECT_EQ(r.logprobs, -1);
+  ASSERT_FALSE(Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],"logprobs":true,
+      "top_logprobs":4})",
+                     true, &r));
+  EXPECT_EQ(r.logprobs, 4);
+  auto top_alone = Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+      "top_logprobs":4})",
+                         true);
+  ASSERT_TRUE(top_alone);
+  EXPECT_EQ(top_alone->param, "top_logprobs");
   const std::vector<std::pair<std::string, std::string>> refused = {
       {R"("response_format":{"type":"json_object"})", "response_format"},
       {R"("response_format":{"type":"json_schema","json_schema":{}})", "response_format"},
@@ -130,8 +144,8 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
       {R"("tool_choice":"required")", "tool_choice"},
       {R"("logit_bias":{"50256":-100})", "logit_bias"},
       {R"("skip_special_tokens":false)", "skip_special_tokens"},
-      {R"("logprobs":true)", "logprobs"},
-      {R"("top_logprobs":3)", "top_logprobs"},
+      {R"("top_logprobs":3)", "top_logprobs"},  // a chat field
+      {R"("echo":true,"logprobs":2)", "logprobs"},
       {R"("suffix":"end")", "suffix"},
   };
   for (const auto& [field, param] : refused) {
@@ -200,7 +214,8 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
       {R"({"model":"m","prompt":"x","timeout":0})", "timeout"},
       {R"({"model":"m","prompt":"x","speculative":"eagle"})", "speculative"},
       {R"({"model":"m","prompt":"x","echo":"yes"})", "echo"},
-      {R"({"model":"m","prompt":"x","logprobs":3})", "logprobs"},
+      {R"({"model":"m","prompt":"x","logprobs":21})", "logprobs"},
+      {R"({"model":"m","prompt":"x","logprobs":"yes"})", "logprobs"},
       {R"({"model":"m","prompt":"x","best_of":2})", "best_of"},
   };
   for (const auto& [body, param] : cases) {

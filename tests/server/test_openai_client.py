@@ -12,6 +12,7 @@ request on the server). Prints one line per check; exits 1 if any check failed.
 """
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -154,6 +155,44 @@ def t_n_and_echo(url, client):
                                        messages=[{"role": "user", "content": PROMPT}])
     check(len(c.choices) == 2 and all(ch.message.content for ch in c.choices),
           "chat n=2: two messages")
+
+
+def t_logprobs(url, client):
+    """AR logprobs: one entry per returned token, the token's log-probability, k alternatives most
+    likely first; greedy picks the most likely; chat's format; a diffusion model refuses."""
+    r = complete(client, AR_ID, max_tokens=12, logprobs=3)
+    lp = r.choices[0].logprobs
+    check(lp is not None and len(lp.tokens) == r.usage.completion_tokens == len(lp.token_logprobs)
+          and "".join(lp.tokens) == r.choices[0].text,
+          "completions logprobs: a token per returned token, their texts make the text",
+          f"{lp} vs {r.choices[0].text!r}")
+    ok = all(v <= 0 for v in lp.token_logprobs) and all(len(t) == 3 for t in lp.top_logprobs)
+    ok = ok and all(abs(max(t.values()) - v) < 1e-6 for t, v in zip(lp.top_logprobs,
+                                                                      lp.token_logprobs))
+    ok = ok and all(sum(math.exp(x) for x in t.values()) <= 1 + 1e-6 for t in lp.top_logprobs)
+    check(ok, "logprobs <= 0, 3 alternatives, greedy = the most likely, probabilities sum <= 1",
+          str(lp)[:400])
+    check(lp.text_offset[0] == 0 and all(b >= a for a, b in zip(lp.text_offset, lp.text_offset[1:])),
+          "text_offset ascending from 0", str(lp.text_offset))
+    c = client.chat.completions.create(model=AR_ID, max_tokens=8, temperature=0, logprobs=True,
+                                       top_logprobs=2,
+                                       messages=[{"role": "user", "content": PROMPT}])
+    content = c.choices[0].logprobs.content
+    check(len(content) == c.usage.completion_tokens
+          and all(len(t.top_logprobs) == 2 and t.top_logprobs[0].token == t.token for t in content)
+          and all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in content),
+          "chat logprobs: content entries with bytes and 2 alternatives", str(content)[:400])
+    plain = complete(client, AR_ID, max_tokens=12)
+    check(plain.choices[0].logprobs is None, "no logprobs unless asked")
+    stream = client.completions.create(model=AR_ID, prompt=PROMPT, max_tokens=12, temperature=0,
+                                       logprobs=3, stream=True)
+    got = [ch.choices[0].logprobs for ch in stream if ch.choices and ch.choices[0].logprobs]
+    check(len(got) == 1 and got[0].token_logprobs == lp.token_logprobs,
+          "stream: the logprobs come with the choice's last chunk", str(got)[:300])
+    e = expect_status(lambda: complete(client, LLADA_ID, max_tokens=8, logprobs=2),
+                      openai.BadRequestError, 400)
+    check("logprobs" in error_message(e)[0], "logprobs on a diffusion model -> 400 naming it",
+          error_message(e)[0])
 
 
 def pick_stop(text):
@@ -580,7 +619,7 @@ def t_cancel_timeout(url, client):
 
 
 TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_determinism, t_seed,
-         t_n_and_echo,
+         t_n_and_echo, t_logprobs,
          t_stop, t_chat, t_streaming, t_extensions, t_errors, t_tokenize, t_metrics,
          t_cancel_stream, t_cancel_timeout]
 

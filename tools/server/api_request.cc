@@ -285,12 +285,34 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
                        "'echo' applies to /v1/completions (chat responses do not repeat "
                        "the messages)");
   }
-  if (j.contains("logprobs") && !j["logprobs"].is_null() && j["logprobs"] != false &&
-      j["logprobs"] != 0) {
-    return Unsupported("logprobs", "'logprobs' is not supported (only false or 0)");
+  // logprobs: an integer k (completions, the legacy API) or a boolean with top_logprobs = k
+  // (chat).
+  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null()) {
+    if (chat) {
+      if (!it->is_boolean()) return Bad("logprobs", "'logprobs' must be a boolean (chat)");
+      if (it->get<bool>()) r.logprobs = 0;
+    } else if (it->is_boolean()) {
+      if (it->get<bool>()) r.logprobs = 0;
+    } else {
+      std::optional<int64_t> k;
+      if (auto e = ReadInt(j, "logprobs", 0, 20, &k)) return e;
+      r.logprobs = static_cast<int32_t>(*k);
+    }
   }
-  if (j.contains("top_logprobs") && !j["top_logprobs"].is_null() && j["top_logprobs"] != 0) {
-    return Unsupported("top_logprobs", "'top_logprobs' is not supported (only 0)");
+  if (auto it = j.find("top_logprobs"); it != j.end() && !it->is_null()) {
+    std::optional<int64_t> k;
+    if (auto e = ReadInt(j, "top_logprobs", 0, 20, &k)) return e;
+    if (!chat && *k > 0) {
+      return Unsupported("top_logprobs",
+                         "'top_logprobs' is a chat field: completions take 'logprobs': k");
+    }
+    if (r.logprobs < 0 && *k > 0)
+      return Bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (r.logprobs >= 0) r.logprobs = static_cast<int32_t>(*k);
+  }
+  if (r.echo && r.logprobs >= 0) {
+    return Unsupported("logprobs",
+                       "'logprobs' with 'echo' (the prompt's log-probabilities) is not supported");
   }
   if (j.contains("suffix") && !j["suffix"].is_null()) {
     return Unsupported("suffix", "'suffix' (infilling) is not supported");

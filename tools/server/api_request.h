@@ -55,6 +55,9 @@ struct ApiRequest {
   std::string user;         // OpenAI: an end-user id, logged
   int64_t n = 1;            // choices: n requests on one model (seeds seed, seed + 1, ...)
   bool echo = false;        // completions: the prompt text before each choice's text
+  // -1: off; k >= 0: each token's log-probability and k alternatives (completions: logprobs = k;
+  // chat: logprobs true, top_logprobs = k). AR models only.
+  int32_t logprobs = -1;
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;
   bool stream = false;
@@ -103,8 +106,8 @@ std::span<const std::string> AcceptedFields();
 // Parses `body` as a completions (chat = false) or chat completions request. Returns the error to
 // send or nullopt: 400 for malformed JSON, wrong types, out-of-range values, an unknown field
 // (code "unknown_parameter", with the closest accepted name), a value that cannot be honoured
-// (code "unsupported_parameter": n above kMaxChoices, echo on chat, logprobs, response_format
-// other than text, tools, logit_bias, skip_special_tokens false).
+// (code "unsupported_parameter": n above kMaxChoices, echo on chat, echo with logprobs,
+// response_format other than text, tools, logit_bias, skip_special_tokens false).
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out);
 
 }  // namespace unmask::server

@@ -71,7 +71,7 @@ json CompletionBody(const ResponseHead& head, const std::vector<ChoiceResult>& c
     } else {
       choice["text"] = choices[i].text;
     }
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = choices[i].logprobs;
     all.push_back(std::move(choice));
   }
   return {{"id", head.id},           {"object", head.chat ? "chat.completion" : "text_completion"},

@@ -40,6 +40,7 @@ nlohmann::json XUnmaskJson(const ResponseHead& head, const char* engine, FinishR
 struct ChoiceResult {
   std::string text;
   FinishReason finish = FinishReason::kStop;
+  nlohmann::json logprobs;  // null, or OpenAI's logprobs object
 };
 
 // The non-streaming body: choices[i] has index i.

@@ -47,7 +47,9 @@ struct Exchange {
   const char* engine = "ar";
   bool stream_mode = false;
   bool include_usage = false;
-  std::string echo;  // completions with echo: the prompt text, before each choice's text
+  std::string echo;       // completions with echo: the prompt text, before each choice's text
+  bool logprobs = false;  // the request asked for log-probabilities
+  int32_t last_prompt_token = -1;  // the token the first generated piece continues
   int32_t mask_id = -1;
   const Tokenizer* tokenizer = nullptr;
   std::optional<RouteDecision> route;
@@ -121,6 +123,60 @@ json ResponseXUnmask(const Exchange& x, const std::vector<StreamEvent>& done) {
   return xu;
 }
 
+// OpenAI's logprobs object of one choice from its tokens' log-probabilities (null when the
+// request did not ask): completions {tokens, token_logprobs, top_logprobs, text_offset}, chat
+// {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}. A token's text is
+// its piece as it continues the one before (a SentencePiece word keeps its space).
+json LogprobsJson(const Exchange& x, const StreamEvent& done) {
+  if (!x.logprobs) return nullptr;
+  const Tokenizer& tok = *x.tokenizer;
+  int32_t previous = x.last_prompt_token;
+  auto piece = [&](int32_t prev, int32_t t) {
+    const int32_t one[1] = {t};
+    return tok.DecodeContinuation(prev, one, /*skip_special=*/false);
+  };
+  auto bytes = [](const std::string& s) {
+    json b = json::array();
+    for (unsigned char c : s) b.push_back(static_cast<int>(c));
+    return b;
+  };
+  if (x.head.chat) {
+    json content = json::array();
+    for (const TokenLogprob& lp : done.logprobs) {
+      const std::string text = piece(previous, lp.token);
+      json top = json::array();
+      for (const auto& [id, v] : lp.top) {
+        const std::string alt = piece(previous, id);
+        top.push_back({{"token", alt}, {"logprob", v}, {"bytes", bytes(alt)}});
+      }
+      content.push_back({{"token", text},
+                         {"logprob", lp.logprob},
+                         {"bytes", bytes(text)},
+                         {"top_logprobs", top}});
+      previous = lp.token;
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
+       offsets = json::array();
+  size_t offset = x.echo.size();
+  for (const TokenLogprob& lp : done.logprobs) {
+    const std::string text = piece(previous, lp.token);
+    tokens.push_back(text);
+    token_logprobs.push_back(lp.logprob);
+    json top = json::object();
+    for (const auto& [id, v] : lp.top) top[piece(previous, id)] = v;
+    top_logprobs.push_back(top);
+    offsets.push_back(offset);
+    offset += text.size();
+    previous = lp.token;
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top_logprobs},
+          {"text_offset", offsets}};
+}
+
 // Collects every choice of a whole (non-streaming) response and returns its body, or nullopt when
 // the client is gone (a failed keep-alive write; `sink` null: no keep-alive).
 std::optional<std::string> CollectWhole(Exchange& x, httplib::DataSink* sink, int* status) {
@@ -136,6 +192,7 @@ std::optional<std::string> CollectWhole(Exchange& x, httplib::DataSink* sink, in
     }
     LogDone(x, i, e);
     choices[i].finish = e.finish;
+    choices[i].logprobs = LogprobsJson(x, e);
     done[i] = std::move(e);
   }
   for (const StreamEvent& e : done) {
@@ -220,6 +277,8 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
         return true;
       }
       json last = ChunkBody(x.head, nullptr, first[i], ApiFinishReason(e.finish), index);
+      // The choice's log-probabilities come whole with its last chunk.
+      if (x.logprobs) last["choices"][0]["logprobs"] = LogprobsJson(x, e);
       done[i] = std::move(e);
       if (left == 0 && !x.include_usage) last["x_unmask"] = ResponseXUnmask(x, done);
       if (!WriteSse(sink, Dump(last))) return false;
@@ -271,6 +330,7 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.repeat_last_n.has_value() && r.repeat_penalty.has_value() && *r.repeat_penalty != 1.0,
       "repeat_last_n");
   add(r.speculative.has_value() && *r.speculative != "none", "speculative");
+  add(r.logprobs >= 0, "logprobs");
   add(r.steps.has_value(), "steps");
   add(r.block_length.has_value(), "block_length");
   add(r.remasking.has_value(), "remasking");
@@ -451,6 +511,7 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   }
   sp.seed = seed;
   g->ar.ignore_eos = r.ignore_eos;
+  g->ar.logprobs = r.logprobs;
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
   // canvas, the default steps and the rule a threshold implies.
@@ -663,6 +724,7 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     gens.push_back(std::move(gi));
     decoders.push_back(std::move(bi));
   }
+  const int32_t last_prompt = gens.front().prompt.empty() ? kNoToken : gens.front().prompt.back();
   auto x = std::make_shared<Exchange>();
   for (size_t i = 0; i < gens.size(); ++i) {
     auto stream =
@@ -687,6 +749,8 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   x->tokenizer = m->loaded->tokenizer.get();
   x->route = route;
   x->log_prefix = std::string(idbuf) + (r.stream ? " stream" : "");
+  x->logprobs = r.logprobs >= 0;
+  x->last_prompt_token = last_prompt;
   if (r.echo) {
     x->echo = r.prompt_is_ids ? m->loaded->tokenizer->Decode(r.prompt_ids, /*skip_special=*/false)
                               : r.prompt_text;
