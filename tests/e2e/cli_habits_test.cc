@@ -89,6 +89,16 @@ TEST(CliHabitsTest, MistypedFlagsNameTheFlagAndTheClosestOne) {
   EXPECT_NE(r.err.find("did you mean --gen-length?"), std::string::npos) << r.err;
   r = RunUnmask("generate" + kAr + "-p Once upon");
   EXPECT_NE(r.err.find("unexpected argument 'upon'"), std::string::npos) << r.err;
+  // llama.cpp's one-dash long flags: -temp is --temp (not -t "emp"); -ngl is refused with why;
+  // a prompt that looks like one stays a prompt.
+  const nlohmann::json one = Json(RunUnmask("generate" + kAr + "-p hi -n 4 --json -temp 0.5 -s 1"));
+  ASSERT_TRUE(one.is_object());
+  EXPECT_EQ(one["params"]["temperature"], 0.5);
+  r = RunUnmask("generate" + kAr + "-p hi -ngl 99");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("-ngl is llama.cpp's GPU flag"), std::string::npos) << r.err;
+  const nlohmann::json dash = Json(RunUnmask("generate" + kAr + "-p -temp -n 2 --json"));
+  ASSERT_TRUE(dash.is_object());
 }
 
 TEST(CliHabitsTest, SamplingWithoutSeedDrawsOneAndPrintsIt) {

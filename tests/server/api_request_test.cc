@@ -48,6 +48,9 @@ TEST(ApiRequestTest, CompletionDefaultsAndFields) {
 
 TEST(ApiRequestTest, PromptForms) {
   ApiRequest r;
+  // No model: the server's only one (llama-server), decided by the server.
+  ASSERT_FALSE(Parse(R"({"prompt":"x"})", false, &r));
+  EXPECT_EQ(r.model, "");
   ASSERT_FALSE(Parse(R"({"model":"m","prompt":[1,2,3]})", false, &r));
   EXPECT_TRUE(r.prompt_is_ids);
   EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
@@ -179,7 +182,6 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{", ""},
       {"[1]", ""},
-      {R"({"prompt":"x"})", "model"},
       {R"({"model":5,"prompt":"x"})", "model"},
       {R"({"model":"m"})", "prompt"},
       {R"({"model":"m","prompt":5})", "prompt"},

@@ -47,6 +47,12 @@ def chat_goes_to_the_model_with_a_template(url, client):
               "the reason names the base model left out and why", reason)
 
 
+def model_required_with_several(url, client):
+    s, _, obj, data = raw_json(url, "POST", "/v1/completions", {"prompt": "Once", "max_tokens": 4})
+    check(s == 400 and obj["error"]["param"] == "model" and LLADA_ID in obj["error"]["message"],
+          "no 'model' with two loaded: 400 listing them", f"{s} {data[:300]!r}")
+
+
 def completions_may_go_to_either(url, client):
     r = client.completions.create(model="auto", prompt="Once upon a time", max_tokens=8,
                                   temperature=0)
@@ -102,6 +108,11 @@ def ctx_size_caps_requests(url, client):
 def api_key_is_required(url, client):
     r = client.completions.create(model=AR_ID, prompt="Once", max_tokens=4, temperature=0)
     check(r.choices[0].text != "", "the right key (openai client api_key) is let in")
+    # llama-server's habit: no model field with one model loaded.
+    s, _, data = raw(url, "POST", "/v1/completions", {"prompt": "Once", "max_tokens": 4},
+                     {"Authorization": "Bearer " + KEY})
+    check(s == 200 and AR_ID.encode() in data, "no 'model' with one model loaded: that model",
+          f"{s} {data[:200]!r}")
     body = {"model": AR_ID, "prompt": "Once", "max_tokens": 4}
     for headers, what in (({}, "no key"), ({"Authorization": "Bearer wrong"}, "a wrong key"),
                           ({"Authorization": KEY}, "the key without Bearer")):
@@ -134,7 +145,8 @@ def main():
     try:
         rc = run_tests(args.unmask, ["-m", LLADA, "-m", chat_model, "--alias", LLADA_ID,
                                      "--alias", CHAT_ID, "-t", "1"],
-                       [chat_goes_to_the_model_with_a_template, completions_may_go_to_either,
+                       [chat_goes_to_the_model_with_a_template, model_required_with_several,
+                        completions_may_go_to_either,
                         chat_without_max_tokens, model_sampling_defaults])
     finally:
         shutil.rmtree(chat_model)

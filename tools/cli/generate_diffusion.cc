@@ -211,9 +211,11 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   result.output = rounded_up ? output.subspan(0, static_cast<size_t>(max_tokens)) : output;
   result.text_printed = stream_text;
   if (run.reply != nullptr) *run.reply = result.text;
+  nlohmann::json params = ParamsJson(*built, loaded.model->config(), run.used_chat);
+  params["stop"] = cmd.ar.stop;
+  params["ignore_eos"] = options.ar.ignore_eos;
   return PrintDiffusionResult(loaded, run.path, run.ids, result, *stats_or, run.load_ms,
-                              run.tokenize_ms,
-                              ParamsJson(*built, loaded.model->config(), run.used_chat), cmd.json);
+                              run.tokenize_ms, std::move(params), cmd.json);
 }
 
 }  // namespace unmask::tools

@@ -36,9 +36,14 @@ std::string UnexpectedArgsMessage(const CLI::App& command) {
     return "unknown flag " + flag + (close.empty() ? "" : " (did you mean " + close + "?)");
   }
   std::string words;
-  for (const std::string& w : extras) words += (words.empty() ? "'" : " '") + w + "'";
+  bool spaces = false;
+  for (const std::string& w : extras) {
+    words += (words.empty() ? "'" : " '") + w + "'";
+    spaces = spaces || w.find(' ') != std::string::npos;
+  }
   return "unexpected argument" + std::string(extras.size() == 1 ? " " : "s ") + words +
-         " (a text with spaces goes in quotes after -p)";
+         (spaces ? " (give the text with -p TEXT)"
+                 : " (a text with spaces goes in quotes after -p)");
 }
 
 }  // namespace
@@ -174,7 +179,43 @@ int main(int argc, char** argv) {
         break;
       }
     }
+  }  // llama.cpp writes some long flags with one dash (-temp, -ngl): CLI11 would read "-temp" as -t
+  // with the value "emp". A one-dash word of letters that names a long flag of the command is
+  // that flag; llama.cpp's GPU-offload flags are refused with a word on why.
+  if (args.size() > 1) {
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* s2 : app.get_subcommands({})) {
+      if (s2->get_name() == args[1]) sub = s2;
+    }
+    static const char* const kValueFlags[] = {"-p", "--prompt", "--system", "--system-prompt",
+                                              "-f", "--file",   "--stop"};
+    for (size_t i = 2; sub != nullptr && i < args.size(); ++i) {
+      const std::string& w = args[i];
+      const std::string& prev = args[i - 1];
+      bool after_value_flag = false;
+      for (const char* f : kValueFlags) after_value_flag = after_value_flag || prev == f;
+      if (after_value_flag || w.size() < 3 || w[0] != '-' || w[1] == '-' ||
+          !std::isalpha(static_cast<unsigned char>(w[1])) ||
+          !std::isalpha(static_cast<unsigned char>(w[2]))) {
+        continue;
+      }
+      const std::string name =
+          w.substr(1, w.find('=') == std::string::npos ? std::string::npos : w.find('=') - 1);
+      if (name == "ngl" || name == "n-gpu-layers" || name == "fa") {
+        unmask::tools::PrintError("unmask " + args[1],
+                                  "-" + name +
+                                      " is llama.cpp's GPU flag; unmask runs on the CPU "
+                                      "(there is no GPU backend yet): drop it");
+        return 2;
+      }
+      for (const CLI::Option* opt : sub->get_options()) {
+        for (const std::string& l : opt->get_lnames()) {
+          if (l == name) args[i] = "-" + w;
+        }
+      }
+    }
   }
+
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
         args[i].find('=') == args[i].size() - 1) {

@@ -49,10 +49,13 @@ void ArArgs::AddTo(CLI::App& app) {
       ->check(CLI::Range(-100.0, 100.0))
       ->capture_default_str()
       ->group(g);
-  app.add_flag("--ignore-eos", ignore_eos, "AR: keep generating past end-of-generation tokens")
+  app.add_flag("--ignore-eos", ignore_eos,
+               "keep generating past end-of-generation tokens (every model: the text does not "
+               "end at EOS)")
       ->group(g);
   app.add_option("--stop", stop,
-                 "AR: stop when the text contains this string (repeatable; not printed)")
+                 "end the text where it contains this string (repeatable; not printed; every "
+                 "model)")
       ->group(g);
   app.add_option("--spec", spec,
                  "AR speculative decoding: lookup (n-gram prompt lookup, no model), draft (a "

@@ -250,8 +250,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
 
   std::optional<std::string> model;
   if (auto e = ReadString(j, "model", &model)) return e;
-  if (!model || model->empty()) return Bad("model", "'model' is required (see GET /v1/models)");
-  r.model = *model;
+  r.model = model.value_or("");  // "": the server's only model (llama-server), else a 400 there
   if (chat) {
     if (auto e = ReadMessages(j, &r)) return e;
   } else {

@@ -28,7 +28,7 @@ struct ApiError {
 
 struct ApiRequest {
   bool chat = false;
-  std::string model;
+  std::string model;  // "" when absent: the only loaded model (as llama-server), else an error
   // Completions: a text prompt, or token ids. Chat: messages.
   std::string prompt_text;
   std::vector<int32_t> prompt_ids;

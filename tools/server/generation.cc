@@ -692,6 +692,15 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     built = std::move(decoders[route->index]);
     metrics_.Add("router_decisions_total", {m->id, route->code});
   } else {
+    if (r.model.empty() && models_.size() == 1) r.model = models_.front()->id;
+    if (r.model.empty()) {
+      std::string ids;
+      for (const auto& sm : models_) ids += (ids.empty() ? "" : ", ") + sm->id;
+      return SendError(res, MakeError(400,
+                                      "'model' is required: this server has several (" + ids +
+                                          ", or \"auto\" to route)",
+                                      "", "model"));
+    }
     m = FindModel(r.model);
     if (m == nullptr) {
       return SendError(res, MakeError(404,
