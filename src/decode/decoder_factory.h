@@ -11,8 +11,8 @@
 //     hierarchy, factor -> factor, threshold -> threshold (unless the base rule already uses a
 //     threshold);
 //   - which parameters a model kind or a rule does not use: an InvalidArgument error naming the
-//     parameter as the caller wrote it (refuse_unused, the CLI), or a list the caller may log
-//     (the server, where model "auto" may send one body to either engine).
+//     parameter as the caller wrote it (refuse_unused: the CLI and the server, where a model that
+//     refuses a field is not a candidate of model "auto"), or a list the caller may log.
 #ifndef UNMASK_DECODE_DECODER_FACTORY_H_
 #define UNMASK_DECODE_DECODER_FACTORY_H_
 

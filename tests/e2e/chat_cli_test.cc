@@ -58,6 +58,24 @@ TEST(ChatCliTest, AConversationBeyondTheContextIsReportedAndTheSessionGoesOn) {
   std::remove(in.c_str());
 }
 
+// A flag that would fail every turn ends the command at the start; a line continued with a
+// backslash at the end of the input is still sent.
+TEST(ChatCliTest, BadFlagsFailAtTheStartAndTheLastLineIsSent) {
+  const std::string in = Input("hi\n");
+  for (const char* bad : {"-c 100000", "--steps 4", "--spec draft"}) {
+    const auto r = RunUnmask("chat" + kQwen + std::string(bad) + " < " + in);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.err;
+    EXPECT_EQ(Count(r.err, "error"), 1u) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("unmask chat: error"), std::string::npos) << r.err;
+  }
+  const std::string cont = Input("hello \\");
+  const auto r = RunUnmask("chat" + kQwen + "< " + cont);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Count(r.err, "tokens/s"), 1u) << r.err;
+  std::remove(in.c_str());
+  std::remove(cont.c_str());
+}
+
 TEST(ChatCliTest, ABaseModelIsRefused) {
   const auto r = RunUnmask("chat -m " + testing::TwinPath("ar") + " -t 1");
   EXPECT_EQ(r.exit_code, 1);

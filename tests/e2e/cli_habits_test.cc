@@ -179,6 +179,8 @@ TEST(CliHabitsTest, DiffusionTakesAnyLengthAndStopStrings) {
       RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n 32 --json --stop '" + stop + "'"));
   EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
   EXPECT_EQ(j["finish_reason"], "stop");
+  // Stopped early: only the committed prefix is returned and counted (no masks).
+  EXPECT_LT(j["output_ids"].size(), 32u);
 }
 
 // Plain text of a diffusion model streams as its blocks commit: the text ends with a newline and
@@ -224,6 +226,7 @@ TEST(CliHabitsTest, InterruptEndsWithTheTextSoFar) {
       EXPECT_EQ(j["finish_reason"], "interrupted");
       EXPECT_GT(j["nfe"].get<int64_t>(), 0);
       EXPECT_LT(j["nfe"].get<int64_t>(), 240);
+      EXPECT_LT(j["output_ids"].size(), 240u);  // the committed prefix, not the masked canvas
     } else {
       ASSERT_FALSE(out.empty());
       EXPECT_EQ(out.back(), '\n');

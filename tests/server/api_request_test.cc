@@ -64,7 +64,7 @@ TEST(ApiRequestTest, ChatMessagesAndMaxCompletionTokens) {
   ApiRequest r;
   ASSERT_FALSE(Parse(R"({"model":"m","messages":[{"role":"system","content":"be brief"},
       {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
-      "max_tokens":5,"max_completion_tokens":9})",
+      "max_completion_tokens":9})",
                      true, &r));
   ASSERT_EQ(r.messages.size(), 2u);
   EXPECT_EQ(r.messages[1].content, "ab");
@@ -117,6 +117,11 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
   EXPECT_EQ(r.max_tokens, ApiRequest::kUntilDone);
   ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","n_predict":12})", false, &r));
   EXPECT_EQ(r.max_tokens, 12);
+  // The same length twice is fine; seed -1 is random (llama-server).
+  ASSERT_FALSE(
+      Parse(R"({"model":"m","prompt":"x","max_tokens":7,"n_predict":7,"seed":-1})", false, &r));
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FALSE(r.seed);
   // n choices and echo (completions).
   ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","n":3,"echo":true})", false, &r));
   EXPECT_EQ(r.n, 3);
@@ -167,6 +172,9 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
       {R"("repeat_last_n":-2)", "repeat_last_n"},
       {R"("repeat_penalty":1.2,"repetition_penalty":1.1)", "repetition_penalty"},
       {R"("n_predict":0)", "n_predict"},
+      {R"("max_tokens":3,"max_completion_tokens":5)", "max_completion_tokens"},
+      {R"("max_tokens":3,"n_predict":5)", "n_predict"},
+      {R"("seed":-2)", "seed"},
       {R"("user":5)", "user"},
   };
   for (const auto& [field, param] : malformed) {

@@ -37,7 +37,7 @@ bool ReadTurn(bool interactive, std::string* turn) {
       std::fflush(stdout);
     }
     std::string line;
-    if (!std::getline(std::cin, line)) return false;
+    if (!std::getline(std::cin, line)) return !turn->empty();  // a continued line at the end
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty() && line.back() == '\\') {
       line.pop_back();
@@ -82,6 +82,30 @@ int GenerateCommand::RunChat() const {
   const DecoderKind kind = SelectDecoder(config, flags_options);
   const bool full_canvas = kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream;
 
+  // The flags are checked once, before the first turn: a decoder for the system message and a
+  // short user turn. A flag error ends the command (it would fail every turn); a conversation that
+  // outgrows the context is reported per turn.
+  {
+    std::vector<ChatMessage> probe;
+    if (!system_message.empty()) probe.push_back({"system", system_message});
+    probe.push_back({"user", "hi"});
+    auto ids = EncodePrompt(tok, config.needs_mask_token(), probe, /*use_template=*/true);
+    if (!ids.ok()) return FailWith(kWho, ids.status().WithContext("--system"));
+    DecodeOptions options = flags_options;
+    if (!length_given && !full_canvas) options.max_tokens = -1;
+    Status st =
+        SettleUntilDone(config, session_or->path, static_cast<int64_t>(ids->size()), &options);
+    if (st.ok()) st = engine.MakeDecoder(session_or->index, *ids, options).status();
+    if (!st.ok() && st.code() == StatusCode::kOutOfRange) {
+      st = OutOfRangeError("the system message alone fills the context: " + st.message());
+    }
+    if (!st.ok()) return FailWith(kWho, st);
+    if (!ar.draft_model.empty() || ar.spec == "draft" || ar.spec == "diffusion") {
+      return FailWith(kWho, InvalidArgumentError("unmask chat does not take --spec or "
+                                                 "--draft-model (each turn would load the "
+                                                 "drafter again); use unmask generate"));
+    }
+  }
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
     std::fprintf(stderr, "%s: %s (%s). %s\n", kWho, session_or->path.c_str(),

@@ -222,8 +222,15 @@ int GenerateCommand::Run() const {
   auto options_or = Options(&seed_drawn);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
   DecodeOptions options = *std::move(options_or);
+  // Ctrl-C from here on ends the command with what it has (before the first step: nothing).
+  CatchInterrupt();
   auto session_or = Load();
   if (!session_or.ok()) return FailWith(kWho, session_or.status());
+  if (Interrupted()) {
+    if (json) std::printf("{\"text\":\"\",\"finish_reason\":\"interrupted\",\"output_ids\":[]}\n");
+    std::fprintf(stderr, "interrupted (Ctrl-C) while loading the model\n");
+    return 130;
+  }
   Engine& engine = *session_or->engine;
   const size_t index = session_or->index;
   const std::string& path = session_or->path;

@@ -201,6 +201,17 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
     text.Update(built->decoder->committed(), /*no_more=*/true);
   }
   const auto output = built->decoder->generated();
+  // A run that ended early (Ctrl-C, a stop string, -n reached in a rounded-up canvas) counts and
+  // returns only what it committed: the rest of the canvas is still masked.
+  GenerationStats stats = *stats_or;
+  const bool ended_early = !built->decoder->Done() || Interrupted() ||
+                           (text.complete() && (!cmd.ar.stop.empty() || rounded_up) &&
+                            built->decoder->committed().size() < output.size());
+  if (ended_early) {
+    int64_t committed = 0;
+    for (int32_t t : output) committed += t != built->decoder->mask_id();
+    stats.generated_tokens = committed;
+  }
   DiffusionResult result;
   result.text = text.text();
   result.finish = Interrupted()                          ? "interrupted"
@@ -209,12 +220,13 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   // output_ids: every generated position, as the references return them (block diffusion: to the
   // end of the last block), but not the rounding of a full canvas past -n.
   result.output = rounded_up ? output.subspan(0, static_cast<size_t>(max_tokens)) : output;
+  if (ended_early && !rounded_up) result.output = built->decoder->committed();
   result.text_printed = stream_text;
   if (run.reply != nullptr) *run.reply = result.text;
   nlohmann::json params = ParamsJson(*built, loaded.model->config(), run.used_chat);
   params["stop"] = cmd.ar.stop;
   params["ignore_eos"] = options.ar.ignore_eos;
-  return PrintDiffusionResult(loaded, run.path, run.ids, result, *stats_or, run.load_ms,
+  return PrintDiffusionResult(loaded, run.path, run.ids, result, stats, run.load_ms,
                               run.tokenize_ms, std::move(params), cmd.json);
 }
 

@@ -265,6 +265,24 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   if (n_predict && *n_predict == 0) {
     return Bad("n_predict", "'n_predict' must be -1 (until EOS or the context) or at least 1");
   }
+  // Two length fields that disagree: which one the client meant is unknowable.
+  {
+    const std::pair<const char*, std::optional<int64_t>*> lengths[] = {
+        {"max_tokens", &max_tokens},
+        {"max_completion_tokens", &max_completion_tokens},
+        {"n_predict", &n_predict}};
+    const char* first = nullptr;
+    int64_t value = 0;
+    for (const auto& [name, v] : lengths) {
+      if (!v->has_value()) continue;
+      if (first != nullptr && **v != value) {
+        return Bad(name, std::string("'") + name + "' (" + std::to_string(**v) + ") and '" + first +
+                             "' (" + std::to_string(value) + ") disagree: give one length");
+      }
+      first = name;
+      value = **v;
+    }
+  }
   r.max_tokens = max_completion_tokens ? *max_completion_tokens
                  : max_tokens          ? *max_tokens
                  : n_predict           ? *n_predict
@@ -398,8 +416,15 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   }
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer()) return Bad("seed", "'seed' must be an integer");
-    r.seed =
-        it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
+    if (it->is_number_unsigned()) {
+      r.seed = it->get<uint64_t>();
+    } else if (it->get<int64_t>() == -1) {
+      // -1: a random seed, as llama-server reads it.
+    } else if (it->get<int64_t>() < 0) {
+      return Bad("seed", "'seed' must be a non-negative integer (-1: random)");
+    } else {
+      r.seed = static_cast<uint64_t>(it->get<int64_t>());
+    }
   }
   std::optional<bool> stream, x_canvas;
   if (auto e = ReadBool(j, "stream", &stream)) return e;

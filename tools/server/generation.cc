@@ -7,6 +7,7 @@
 // answers it with a reset), so a departed client is noticed within about 400 ms.
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -363,15 +364,15 @@ ApiError ContextError(const std::string& message, const std::string& param) {
 
 // The request field a decoder's validation message is about (its first word), or "".
 std::string ParamOf(const std::string& message) {
-  static const char* const kParams[] = {"steps",     "block_length", "temperature",   "cfg_scale",
-                                        "threshold", "factor",       "low_threshold", "top_p",
-                                        "top_k",     "min_p",        "gen_length",    "prompt"};
-  for (const char* p : kParams) {
-    const std::string name(p);
-    if (message.rfind(name, 0) == 0 || message.rfind("'" + name + "'", 0) == 0) {
-      return name == "gen_length" ? "max_tokens" : name;
-    }
+  // The first word of the message, unquoted, if it is a request field (gen_length: max_tokens).
+  size_t end = message.find_first_of(" (,:;");
+  std::string word = message.substr(0, end);
+  if (word.size() >= 2 && word.front() == '\'' && word.back() == '\'') {
+    word = word.substr(1, word.size() - 2);
   }
+  if (word == "gen_length" || word == "max_new_tokens") return "max_tokens";
+  const auto fields = AcceptedFields();
+  if (std::binary_search(fields.begin(), fields.end(), word)) return word;
   return "";
 }
 

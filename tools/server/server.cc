@@ -163,7 +163,12 @@ void Server::InstallRoutes() {
         req.path == "/") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    const std::string header = req.get_header_value("Authorization");
+    std::string header = req.get_header_value("Authorization");
+    // The scheme is case-insensitive (RFC 7235); the key is compared exactly.
+    if (header.size() >= 7 &&
+        (header.compare(0, 7, "bearer ") == 0 || header.compare(0, 7, "BEARER ") == 0)) {
+      header.replace(0, 7, "Bearer ");
+    }
     const std::string expected = "Bearer " + options_.api_key;
     unsigned char diff = header.size() == expected.size() ? 0 : 1;
     for (size_t i = 0; i < header.size() && i < expected.size(); ++i) {
@@ -328,8 +333,16 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res,
     }
   } else if (j.contains("model") && !j["model"].is_string()) {
     return SendError(res, MakeError(400, "'model' must be a string", "", "model"));
-  } else {
+  } else if (models_.size() == 1) {
     m = models_.front().get();
+  } else {
+    return SendError(res, MakeError(400,
+                                    "'model' is required: this server has several (see GET "
+                                    "/v1/models)",
+                                    "", "model"));
+  }
+  if (j.contains("prompt") && j.contains("messages")) {
+    return SendError(res, MakeError(400, "give 'prompt' or 'messages', not both", "", "messages"));
   }
   const Tokenizer& tok = *m->loaded->tokenizer;
   if (detokenize) {
