@@ -77,7 +77,7 @@ def build_request(kind, rng):
                json.dumps({"model": model, "prompt": 5}).encode()]
         return path, rng.choice(bad), False, model
     if kind == "bad_param":
-        body.update(rng.choice([{"temperature": -1}, {"max_tokens": 0}, {"n": 2}, {"top_p": 2},
+        body.update(rng.choice([{"temperature": -1}, {"max_tokens": 0}, {"n": 65}, {"top_p": 2},
                                 {"max_tokens": "x"}, {"stop": ["a", "b", "c", "d", "e"]}]))
     if kind == "bad_model":
         body["model"] = "no-such-model"
