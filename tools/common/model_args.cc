@@ -101,9 +101,9 @@ CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length) {
   return app
       .add_option("--block-length", *block_length,
                   "diffusion: semi-autoregressive block size (== gen_length: one block, "
-                  "pure diffusion). generate and bench: must divide gen_length, as in "
-                  "LLaDA's generate; serve and the arena round max_tokens up to whole "
-                  "blocks (a shorter max_tokens shrinks it in serve)")
+                  "pure diffusion). bench: must divide gen_length, as in LLaDA's generate; "
+                  "generate, serve and the arena round the canvas up to whole blocks and cut "
+                  "the text back (a shorter -n / max_tokens shrinks the default block)")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
 }

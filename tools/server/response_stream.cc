@@ -1,0 +1,274 @@
+#include "server/response_stream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+namespace unmask::server {
+
+using nlohmann::json;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+constexpr int kPingEvery = 2;  // polls of silence between keep-alive writes (200 ms)
+
+void LogDone(const Exchange& x, size_t choice, const StreamEvent& e) {
+  const std::string which =
+      x.streams.size() > 1 ? " choice=" + std::to_string(choice) : std::string();
+  std::fprintf(stderr,
+               "unmask serve: %s%s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
+               "queue=%.0fms ttft=%.0fms total=%.0fms%s%s\n",
+               x.log_prefix.c_str(), which.c_str(), x.head.model.c_str(),
+               std::string(FinishReasonName(e.finish)).c_str(),
+               static_cast<long long>(e.stats.prompt_tokens),
+               static_cast<long long>(e.stats.completion_tokens),
+               static_cast<long long>(e.stats.nfe), e.stats.queue_ms, e.stats.ttft_ms,
+               e.stats.total_ms,
+               e.status.ok() ? "" : " error=", e.status.ok() ? "" : e.status.message().c_str());
+}
+
+// The error a request that did not complete ends with (an engine fault, or an abort the client
+// can still see: the server is shutting down).
+ApiError EndError(const StreamEvent& e) {
+  if (e.finish == FinishReason::kAbort) {
+    return MakeError(503, "the request was aborted: the server is shutting down");
+  }
+  return MakeError(500, "generation failed: " + e.status.message());
+}
+
+bool Failed(const StreamEvent& e) {
+  return e.finish == FinishReason::kError || e.finish == FinishReason::kAbort;
+}
+
+bool WriteSse(httplib::DataSink& sink, const std::string& data) {
+  const std::string line = "data: " + data + "\n\n";
+  return sink.write(line.data(), line.size());
+}
+
+// Waits for the next event of choice `i`, writing `keep_alive` to the client after every
+// kPingEvery polls of silence (nothing when `sink` is null). False when a write failed: the client
+// is gone.
+bool NextEvent(Exchange& x, size_t i, httplib::DataSink* sink, std::string_view keep_alive,
+               StreamEvent* e) {
+  int silent = 0;
+  while (!x.streams[i]->Pop(e, kPollInterval)) {
+    if (sink != nullptr && ++silent >= kPingEvery) {
+      silent = 0;
+      if (!sink->write(keep_alive.data(), keep_alive.size())) return false;
+    }
+  }
+  return true;
+}
+
+// Usage of the whole response: the prompt once (as OpenAI counts it), every choice's tokens.
+json TotalUsage(const std::vector<StreamEvent>& done) {
+  RequestStats sum = done.front().stats;
+  for (size_t i = 1; i < done.size(); ++i) {
+    sum.completion_tokens += done[i].stats.completion_tokens;
+  }
+  return UsageJson(sum);
+}
+
+// x_unmask of the first choice, plus the number of choices when there are several.
+json ResponseXUnmask(const Exchange& x, const std::vector<StreamEvent>& done) {
+  json xu = XUnmaskJson(x.head, x.engine, done.front().finish, done.front().stats, x.route);
+  if (done.size() > 1) xu["n"] = done.size();
+  return xu;
+}
+
+// OpenAI's logprobs object of one choice from its tokens' log-probabilities (null when the
+// request did not ask): completions {tokens, token_logprobs, top_logprobs, text_offset}, chat
+// {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}. A token's text is
+// its piece as it continues the one before (a SentencePiece word keeps its space).
+json LogprobsJson(const Exchange& x, const StreamEvent& done) {
+  if (!x.logprobs) return nullptr;
+  const Tokenizer& tok = *x.tokenizer;
+  int32_t previous = x.last_prompt_token;
+  auto piece = [&](int32_t prev, int32_t t) {
+    const int32_t one[1] = {t};
+    return tok.DecodeContinuation(prev, one, /*skip_special=*/false);
+  };
+  auto bytes = [](const std::string& s) {
+    json b = json::array();
+    for (unsigned char c : s) b.push_back(static_cast<int>(c));
+    return b;
+  };
+  if (x.head.chat) {
+    json content = json::array();
+    for (const TokenLogprob& lp : done.logprobs) {
+      const std::string text = piece(previous, lp.token);
+      json top = json::array();
+      for (const auto& [id, v] : lp.top) {
+        const std::string alt = piece(previous, id);
+        top.push_back({{"token", alt}, {"logprob", v}, {"bytes", bytes(alt)}});
+      }
+      content.push_back({{"token", text},
+                         {"logprob", lp.logprob},
+                         {"bytes", bytes(text)},
+                         {"top_logprobs", top}});
+      previous = lp.token;
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
+       offsets = json::array();
+  size_t offset = x.echo.size();
+  for (const TokenLogprob& lp : done.logprobs) {
+    const std::string text = piece(previous, lp.token);
+    tokens.push_back(text);
+    token_logprobs.push_back(lp.logprob);
+    json top = json::object();
+    for (const auto& [id, v] : lp.top) top[piece(previous, id)] = v;
+    top_logprobs.push_back(top);
+    offsets.push_back(offset);
+    offset += text.size();
+    previous = lp.token;
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top_logprobs},
+          {"text_offset", offsets}};
+}
+
+}  // namespace
+
+// Collects every choice of a whole (non-streaming) response and returns its body, or nullopt when
+// the client is gone (a failed keep-alive write; `sink` null: no keep-alive).
+std::optional<std::string> CollectWhole(Exchange& x, httplib::DataSink* sink, int* status) {
+  std::vector<ChoiceResult> choices(x.streams.size());
+  std::vector<StreamEvent> done(x.streams.size());
+  for (size_t i = 0; i < x.streams.size(); ++i) {
+    choices[i].text = x.echo;
+    StreamEvent e;
+    for (;;) {
+      if (!NextEvent(x, i, sink, " ", &e)) return std::nullopt;
+      if (e.type == StreamEvent::Type::kText) choices[i].text += e.text;
+      if (e.type == StreamEvent::Type::kDone) break;
+    }
+    LogDone(x, i, e);
+    choices[i].finish = e.finish;
+    choices[i].logprobs = LogprobsJson(x, e);
+    done[i] = std::move(e);
+  }
+  for (const StreamEvent& e : done) {
+    if (Failed(e)) {
+      *status = EndError(e).status;
+      return ErrorBody(EndError(e));
+    }
+  }
+  *status = 200;
+  return Dump(CompletionBody(x.head, choices, TotalUsage(done), ResponseXUnmask(x, done)));
+}
+
+// The whole streaming response; false when the client is gone. Choices are interleaved as their
+// events come (each chunk names its index).
+bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
+  const size_t n = x.streams.size();
+  std::vector<bool> first(n, true), finished(n, false);
+  std::vector<StreamEvent> done(n);
+  if (!x.echo.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!WriteSse(sink,
+                    Dump(ChunkBody(x.head, &x.echo, true, nullptr, static_cast<int64_t>(i))))) {
+        return false;
+      }
+      first[i] = false;
+    }
+  }
+  size_t left = n;
+  int silent = 0;
+  const auto poll = n == 1 ? kPollInterval : std::chrono::milliseconds(10);
+  const int ping_every = n == 1 ? kPingEvery : 20;  // 200 ms of silence either way
+  while (left > 0) {
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (finished[i]) continue;
+      StreamEvent e;
+      if (!x.streams[i]->Pop(&e, poll)) continue;
+      any = true;
+      const auto index = static_cast<int64_t>(i);
+      if (e.type == StreamEvent::Type::kText) {
+        if (!WriteSse(sink, Dump(ChunkBody(x.head, &e.text, first[i], nullptr, index)))) {
+          return false;
+        }
+        first[i] = false;
+        continue;
+      }
+      if (e.type == StreamEvent::Type::kCanvas) {
+        json tokens = json::array();
+        for (int32_t t : e.canvas) {
+          if (t == e.mask_id) {
+            tokens.push_back(nullptr);
+          } else {
+            const int32_t one[1] = {t};
+            // A piece as it continues the text (a SentencePiece word keeps its leading space):
+            // any previous token other than BOS keeps it; the mask id is one.
+            tokens.push_back(
+                x.tokenizer->DecodeContinuation(e.mask_id, one, /*skip_special=*/false));
+          }
+        }
+        json c = {{"id", x.head.id},
+                  {"object", "unmask.canvas"},
+                  {"model", x.head.model},
+                  {"step", e.step},
+                  {"block", e.block},
+                  {"nfe", e.step + 1},
+                  {"elapsed_ms", e.elapsed_ms},
+                  {"tokens", tokens}};
+        if (n > 1) c["index"] = index;
+        if (!WriteSse(sink, Dump(c))) return false;
+        continue;
+      }
+      // kDone of choice i.
+      LogDone(x, i, e);
+      finished[i] = true;
+      --left;
+      if (Failed(e)) {
+        if (!WriteSse(sink, ErrorBody(EndError(e)))) return false;
+        x.CancelAll();
+        static const char kEnd[] = "data: [DONE]\n\n";
+        if (!sink.write(kEnd, sizeof(kEnd) - 1)) return false;
+        sink.done();
+        return true;
+      }
+      json last = ChunkBody(x.head, nullptr, first[i], ApiFinishReason(e.finish), index);
+      // The choice's log-probabilities come whole with its last chunk.
+      if (x.logprobs) last["choices"][0]["logprobs"] = LogprobsJson(x, e);
+      done[i] = std::move(e);
+      if (left == 0 && !x.include_usage) last["x_unmask"] = ResponseXUnmask(x, done);
+      if (!WriteSse(sink, Dump(last))) return false;
+    }
+    if (!any && ++silent >= ping_every) {
+      silent = 0;
+      static const char kPing[] = ": ping\n\n";
+      if (!sink.write(kPing, sizeof(kPing) - 1)) return false;
+    } else if (any) {
+      silent = 0;
+    }
+  }
+  if (x.include_usage &&
+      !WriteSse(sink, Dump(UsageChunkBody(x.head, TotalUsage(done), ResponseXUnmask(x, done))))) {
+    return false;
+  }
+  static const char kDone[] = "data: [DONE]\n\n";
+  if (!sink.write(kDone, sizeof(kDone) - 1)) return false;
+  sink.done();
+  return true;
+}
+
+// The whole non-streaming response; false when the client is gone.
+bool ProvideWhole(Exchange& x, httplib::DataSink& sink) {
+  int status = 200;
+  const auto body = CollectWhole(x, &sink, &status);
+  if (!body) return false;
+  const std::string line = *body + "\n";
+  if (!sink.write(line.data(), line.size())) return false;
+  sink.done();
+  return true;
+}
+
+}  // namespace unmask::server
