@@ -43,6 +43,17 @@ TEST(PlanCliTest, DefaultReportPrintsAssumptionsTablesAndTheCrossover) {
               r.out.find("At no batch size") != std::string::npos);
 }
 
+// AR leads at batch 1 and block diffusion from a larger batch: the report says the lead changes
+// hands, not only that AR is ahead at the first batch.
+TEST(PlanCliTest, ALeadThatChangesHandsIsReported) {
+  const auto r = RunUnmask("plan --model llada2.0-mini,qwen3-30b-a3b --hardware h100-sxm");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("AR is ahead of diffusion already at batch 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("The lead changes hands: AR at batch 1, diffusion at batch"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(PlanCliTest, JsonSvgAndAGgufModel) {
   const std::string dir = testing::TempDir() + "/plan_svg";
   std::filesystem::create_directories(dir);

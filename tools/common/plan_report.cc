@@ -265,6 +265,33 @@ void PrintPlanMarkdown(const plan::Hardware& hw, const plan::MachineRates& rates
     std::printf("\nAR catches up with diffusion at batch %lld (%s).\n",
                 static_cast<long long>(report.crossover), each.c_str());
   }
+  // The crossover is the first batch where AR leads; the lead may change hands again later
+  // (block diffusion's intensity pays off at larger batches): say who leads where.
+  {
+    auto family = [&](const std::string& engine) -> std::string {
+      for (const plan::EngineSpec& e : in.engines) {
+        if (e.name == engine) return e.ar_family() ? "AR" : "diffusion";
+      }
+      return "";
+    };
+    std::string runs;
+    int count = 0;
+    for (size_t i = 0; i < in.batches.size();) {
+      const std::string f = report.winners[i].empty() ? "" : family(report.winners[i]);
+      size_t j = i;
+      while (j + 1 < in.batches.size() &&
+             (report.winners[j + 1].empty() ? "" : family(report.winners[j + 1])) == f) {
+        ++j;
+      }
+      if (!f.empty()) {
+        runs += (runs.empty() ? "" : ", ") + f + " at batch " + std::to_string(in.batches[i]) +
+                (j > i ? "-" + std::to_string(in.batches[j]) : std::string());
+        ++count;
+      }
+      i = j + 1;
+    }
+    if (count > 1) std::printf("The lead changes hands: %s.\n", runs.c_str());
+  }
   std::printf(
       "Projections that do not fit in memory are marked and take no part in the winner or the "
       "crossover.\n");
