@@ -66,6 +66,8 @@ TEST(CliHabitsTest, PromptFromAFileStdinOrAPipeEqualsTheSamePromptGivenWithP) {
   r = RunUnmask("generate" + kAr + "-n 8 -f /nonexistent/prompt.txt");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no such prompt file"), std::string::npos) << r.err;
+  r = RunUnmask("generate" + kAr + "-n 8 -f ''");
+  EXPECT_NE(r.err.find("-f/--file: empty path"), std::string::npos) << r.err;
   r = RunUnmask("generate" + kAr + "-n 8 -f " + file + " -p hi");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;

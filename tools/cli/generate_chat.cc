@@ -52,6 +52,9 @@ bool ReadTurn(bool interactive, std::string* turn) {
 }  // namespace
 
 int GenerateCommand::RunChat() const {
+  if (FlagGiven(cli, "--file") && prompt_file.empty()) {
+    return FailWith(kWho, InvalidArgumentError("-f/--file: empty path"));
+  }
   // The system message: --system, or -p / -f as llama-cli -cnv takes them.
   std::string system_message = system;
   if (system_message.empty() && (FlagGiven(cli, "--prompt") || !prompt_file.empty())) {

@@ -206,6 +206,9 @@ int GenerateCommand::Run() const {
     return FailWith(kWho,
                     InvalidArgumentError("--prompt-ids is empty: give token ids such as 1,2,3"));
   }
+  if (FlagGiven(cli, "--file") && prompt_file.empty()) {
+    return FailWith(kWho, InvalidArgumentError("-f/--file: empty path"));
+  }
   // -p "" is a prompt: generation starts from BOS alone, as in llama2.c and llama.cpp.
   auto text_or = ReadPrompt({FlagGiven(cli, "--prompt"), prompt, prompt_file, ids_given});
   if (!text_or.ok()) return FailWith(kWho, text_or.status());
