@@ -212,6 +212,29 @@ int64_t MaxTokensInContext(const ModelConfig& config, DecoderKind kind, int64_t 
   return 0;
 }
 
+StatusOr<int64_t> UntilDoneLength(const ModelConfig& config, std::string_view name,
+                                  int64_t prompt_length, const DecodeOptions& o) {
+  const DecoderKind kind = SelectDecoder(config, o);
+  if (kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream) {
+    return InvalidArgumentError(
+        "until EOS or the context (" + std::string(FlagStyle(o) ? "-n -1" : "max_tokens -1") +
+        ") applies to autoregressive and block-diffusion models; " + std::string(name) + " (" +
+        config.architecture + ") denoises a canvas of fixed length: give a length");
+  }
+  ModelConfig limited = config;
+  if (o.context_length > 0)
+    limited.context_length = std::min(o.context_length, config.context_length);
+  const int64_t block = Given(o, "block_length") ? o.diffusion.block_length : config.block_length;
+  const int64_t room = MaxTokensInContext(limited, kind, prompt_length, block);
+  if (room < 1) {
+    return OutOfRangeError("the prompt (" + std::to_string(prompt_length) +
+                           " tokens) leaves no room in the context of " +
+                           std::to_string(limited.context_length) + " tokens of " +
+                           std::string(name));
+  }
+  return room;
+}
+
 StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const int32_t> prompt,
                                    const DecodeOptions& o) {
   if (model.config == nullptr) return InvalidArgumentError("MakeDecoder: no model config");

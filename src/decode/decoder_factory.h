@@ -132,6 +132,14 @@ int64_t DiffusionCanvasLength(int64_t max_tokens, int64_t block_length);
 int64_t MaxTokensInContext(const ModelConfig& config, DecoderKind kind, int64_t prompt_length,
                            int64_t block_length);
 
+// The length of a request that runs until EOS or the context (max_tokens -1) on a model with
+// `config` (named `name` in messages): MaxTokensInContext for the decoder `options` select, with
+// its block length (block_length when given, else the model's) and options.context_length.
+// Errors: InvalidArgument for a full-canvas decoder (LLaDA, Dream: the canvas has a fixed length);
+// OutOfRange when no token fits after the prompt.
+StatusOr<int64_t> UntilDoneLength(const ModelConfig& config, std::string_view name,
+                                  int64_t prompt_length, const DecodeOptions& options);
+
 // Steps when none are given: one token per step up to 128 tokens (LLaDA's example setting, 128
 // steps for 128 tokens), then 128 steps rounded down to a multiple of the block count (at least
 // one step per block).

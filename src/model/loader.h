@@ -9,10 +9,10 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "model/sampling_defaults.h"
 #include "core/status.h"
 #include "format/gguf.h"
 #include "model/model.h"
+#include "model/sampling_defaults.h"
 #include "ops/linear.h"
 #include "tokenizer/tokenizer.h"
 

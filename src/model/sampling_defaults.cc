@@ -51,14 +51,12 @@ StatusOr<SamplingDefaults> ReadSamplingDefaults(const gguf::GgufFile& file) {
   }
   if (d.repeat_penalty) {
     UNMASK_RETURN_IF_ERROR(Range("general.sampling.penalty_repeat", *d.repeat_penalty,
-                                 *d.repeat_penalty > 0 && *d.repeat_penalty <= 100,
-                                 "in (0, 100]"));
+                                 *d.repeat_penalty > 0 && *d.repeat_penalty <= 100, "in (0, 100]"));
   }
   if (d.repeat_last_n) {
-    UNMASK_RETURN_IF_ERROR(Range("general.sampling.penalty_last_n",
-                                 static_cast<double>(*d.repeat_last_n),
-                                 *d.repeat_last_n >= -1 && *d.repeat_last_n <= (int64_t{1} << 31),
-                                 ">= -1"));
+    UNMASK_RETURN_IF_ERROR(
+        Range("general.sampling.penalty_last_n", static_cast<double>(*d.repeat_last_n),
+              *d.repeat_last_n >= -1 && *d.repeat_last_n <= (int64_t{1} << 31), ">= -1"));
   }
   return d;
 }
@@ -71,8 +69,7 @@ Status AppendGenerationConfigSampling(const std::string& dir,
   UNMASK_ASSIGN_OR_RETURN(const nlohmann::json j, format::ReadJsonFile(path));
   if (!j.is_object()) return InvalidArgumentError(path + ": not a JSON object");
   auto bad = [&](const char* key, const char* want) {
-    return InvalidArgumentError(path + ": " + key + " must be " + want + ", got " +
-                                j[key].dump());
+    return InvalidArgumentError(path + ": " + key + " must be " + want + ", got " + j[key].dump());
   };
   auto number = [&](const char* key, const char* gguf_key) -> Status {
     if (!j.contains(key) || j[key].is_null()) return Status::Ok();
@@ -80,8 +77,8 @@ Status AppendGenerationConfigSampling(const std::string& dir,
     md->push_back({gguf_key, gguf::Value::F32(j[key].get<float>())});
     return Status::Ok();
   };
-  const bool greedy = j.contains("do_sample") && j["do_sample"].is_boolean() &&
-                      !j["do_sample"].get<bool>();
+  const bool greedy =
+      j.contains("do_sample") && j["do_sample"].is_boolean() && !j["do_sample"].get<bool>();
   if (j.contains("do_sample") && !j["do_sample"].is_null() && !j["do_sample"].is_boolean()) {
     return bad("do_sample", "a boolean");
   }
@@ -98,8 +95,8 @@ Status AppendGenerationConfigSampling(const std::string& dir,
         j["top_k"].get<int64_t>() > (int64_t{1} << 31)) {
       return bad("top_k", "a non-negative integer");
     }
-    md->push_back(
-        {"general.sampling.top_k", gguf::Value::I32(static_cast<int32_t>(j["top_k"].get<int64_t>()))});
+    md->push_back({"general.sampling.top_k",
+                   gguf::Value::I32(static_cast<int32_t>(j["top_k"].get<int64_t>()))});
   }
   return Status::Ok();
 }

@@ -36,8 +36,7 @@ StatusOr<SamplingDefaults> ReadSamplingDefaults(const gguf::GgufFile& file);
 // Appends the general.sampling.* keys of `dir`/generation_config.json to `md` (nothing when the
 // file is absent). do_sample false (transformers' greedy decoding) is written as temp 0.
 // Errors: InvalidArgument naming the file and the key for a value of the wrong type.
-Status AppendGenerationConfigSampling(const std::string& dir,
-                                      std::vector<gguf::MetadataEntry>* md);
+Status AppendGenerationConfigSampling(const std::string& dir, std::vector<gguf::MetadataEntry>* md);
 
 }  // namespace unmask
 

@@ -236,3 +236,39 @@ TEST(DecoderFactoryTest, LimitsAreErrors) {
 
 }  // namespace
 }  // namespace unmask
+
+namespace unmask {
+namespace {
+
+// Until EOS or the context (max_tokens -1): the context left, in whole blocks for block
+// diffusion, capped by context_length; refused for a full canvas; OutOfRange when nothing fits.
+TEST(UntilDoneLengthTest, TheContextLeftInTheDecodersUnits) {
+  ModelConfig ar = Config("llama", false);
+  ModelConfig sdar = Config("sdar", false);
+  sdar.attention = AttentionKind::kBlockCausal;
+  sdar.block_length = 4;
+  DecodeOptions o;
+  auto n = UntilDoneLength(ar, "ar", 10, o);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 246);
+  n = UntilDoneLength(sdar, "sdar", 10, o);  // canvas of 256 = 64 blocks of 4
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 246);
+  o.context_length = 30;
+  n = UntilDoneLength(sdar, "sdar", 10, o);  // 7 blocks of 4 = 28 positions
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 18);
+  o.given.push_back({"block_length", "block_length"});
+  o.diffusion.block_length = 8;
+  n = UntilDoneLength(sdar, "sdar", 10, o);  // 3 blocks of 8 = 24 positions
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 14);
+  n = UntilDoneLength(sdar, "sdar", 30, o);
+  EXPECT_EQ(n.status().code(), StatusCode::kOutOfRange);
+  const auto llada = UntilDoneLength(Config("llada", true), "llada", 10, DecodeOptions{});
+  EXPECT_EQ(llada.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(llada.status().message().find("fixed length"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace unmask

@@ -42,6 +42,13 @@ nlohmann::json Json(const testing::CliResult& r) {
   return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
 }
 
+// Runs `args` and expects exit code `code` with `needle` in the one-line error.
+void ExpectError(const std::string& args, int code, const std::string& needle) {
+  const auto r = RunUnmask(args);
+  EXPECT_EQ(r.exit_code, code) << args << ": " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
+}
+
 const std::string kAr = " -m " + testing::TwinPath("ar") + " -t 1 ";
 const std::string kLlada = " -m " + testing::TwinPath("llada") + " -t 1 ";
 
@@ -58,19 +65,11 @@ TEST(CliHabitsTest, PromptFromAFileStdinOrAPipeEqualsTheSamePromptGivenWithP) {
     EXPECT_EQ(j["output_ids"], direct["output_ids"]) << how;
   }
   // No prompt at all, an empty pipe, a missing file, -f with -p: one-line errors.
-  auto r = RunUnmask("generate" + kAr + "-n 8");  // stdin is /dev/null: empty
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("no prompt"), std::string::npos) << r.err;
-  r = RunUnmask("generate" + kAr + "-n 8 -p -");
-  EXPECT_NE(r.err.find("standard input is empty"), std::string::npos) << r.err;
-  r = RunUnmask("generate" + kAr + "-n 8 -f /nonexistent/prompt.txt");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("no such prompt file"), std::string::npos) << r.err;
-  r = RunUnmask("generate" + kAr + "-n 8 -f ''");
-  EXPECT_NE(r.err.find("-f/--file: empty path"), std::string::npos) << r.err;
-  r = RunUnmask("generate" + kAr + "-n 8 -f " + file + " -p hi");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+  ExpectError("generate" + kAr + "-n 8", 1, "no prompt");  // stdin is /dev/null: empty
+  ExpectError("generate" + kAr + "-n 8 -p -", 1, "standard input is empty");
+  ExpectError("generate" + kAr + "-n 8 -f /nonexistent/prompt.txt", 1, "no such prompt file");
+  ExpectError("generate" + kAr + "-n 8 -f ''", 1, "-f/--file: empty path");
+  ExpectError("generate" + kAr + "-n 8 -f " + file + " -p hi", 2, "excludes");
   std::remove(file.c_str());
 }
 
@@ -127,21 +126,17 @@ TEST(CliHabitsTest, ContextSizeCapsTheRunAndUntilDoneFillsIt) {
       Json(RunUnmask("generate" + kAr + "-p 'Once upon a time' -n -1 --ignore-eos -c 40 --json"));
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["prompt_ids"].size() + j["output_ids"].size(), 40u);
-  auto r = RunUnmask("generate" + kAr + "-p 'Once upon a time' -n 64 -c 40");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("exceed the context of 40"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("tokens fit after this prompt"), std::string::npos) << r.err;
-  r = RunUnmask("generate" + kAr + "-p 'Once upon a time' -n 8 -c 100000");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("does not extend"), std::string::npos) << r.err;
+  const std::string story = "generate" + kAr + "-p 'Once upon a time' ";
+  ExpectError(story + "-n 64 -c 40", 1, "exceed the context of 40");
+  ExpectError(story + "-n 64 -c 40", 1, "tokens fit after this prompt");
+  ExpectError(story + "-n 8 -c 100000", 1, "does not extend");
   // A prompt that alone fills the context says so, without useless advice about -n.
-  r = RunUnmask("generate" + kAr + "-p 'Once upon a time there was a girl' -n 8 -c 4");
-  EXPECT_NE(r.err.find("fills the context of 4 tokens"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("shorten the prompt"), std::string::npos) << r.err;
+  ExpectError("generate" + kAr + "-p 'Once upon a time there was a girl' -n 8 -c 4", 1,
+              "fills the context of 4 tokens");
+  ExpectError("generate" + kAr + "-p 'Once upon a time there was a girl' -n 8 -c 4", 1,
+              "shorten the prompt");
   // A full canvas has no "until EOS".
-  r = RunUnmask("generate" + kLlada + "-p 'Once upon a time' -n -1");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("give -n N"), std::string::npos) << r.err;
+  ExpectError("generate" + kLlada + "-p 'Once upon a time' -n -1", 1, "give a length");
 }
 
 TEST(CliHabitsTest, SystemNeedsAChatTemplate) {

@@ -77,7 +77,9 @@ TEST(SamplingDefaultsTest, GenerationConfigBecomesTheKeys) {
   // do_sample false is transformers' greedy decoding, whatever the temperature says.
   md.clear();
   ASSERT_TRUE(AppendGenerationConfigSampling(WriteConfig(R"({"do_sample": false,
-      "temperature": 0.9})"), &md).ok());
+      "temperature": 0.9})"),
+                                             &md)
+                  .ok());
   ASSERT_EQ(md.size(), 1u);
   EXPECT_EQ(md[0].key, "general.sampling.temp");
   // No file, no keys; a wrong type names the file and the key.

@@ -169,25 +169,12 @@ StatusOr<GenerateCommand::Session> GenerateCommand::Load() const {
 Status GenerateCommand::SettleUntilDone(const ModelConfig& config, const std::string& path,
                                         int64_t prompt_length, DecodeOptions* options) const {
   if (options->max_tokens != -1) return Status::Ok();
-  const DecoderKind kind = SelectDecoder(config, *options);
-  const int64_t ctx =
-      ctx_size > 0 ? std::min(ctx_size, config.context_length) : config.context_length;
-  if (kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream) {
-    return InvalidArgumentError(
-        "-n -1 (until EOS or the context) applies to autoregressive and block-diffusion models; " +
-        path + " (" + config.architecture + ") denoises a canvas of fixed length: give -n N");
+  // The AR decoder runs -1 itself (and reports a full context as such).
+  if (SelectDecoder(config, *options) == DecoderKind::kAr) {
+    return UntilDoneLength(config, path, prompt_length, *options).status();
   }
-  if (kind == DecoderKind::kAr) return Status::Ok();  // the AR decoder runs -1 itself
-  ModelConfig limited_view = config;
-  limited_view.context_length = ctx;
-  const int64_t block =
-      FlagGiven(cli, "--block-length") ? options->diffusion.block_length : config.block_length;
-  options->max_tokens = MaxTokensInContext(limited_view, kind, prompt_length, block);
-  if (options->max_tokens < 1) {
-    return OutOfRangeError("the prompt (" + std::to_string(prompt_length) +
-                           " tokens) leaves no room in the context of " + std::to_string(ctx) +
-                           " tokens");
-  }
+  UNMASK_ASSIGN_OR_RETURN(options->max_tokens,
+                          UntilDoneLength(config, path, prompt_length, *options));
   return Status::Ok();
 }
 

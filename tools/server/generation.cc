@@ -285,12 +285,17 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   // costs every position on every step, so it gets the server's default length.
   const DecoderKind kind = SelectDecoder(config, *g);
   const bool full_canvas = kind == DecoderKind::kDiffusion || kind == DecoderKind::kDream;
+  if (r.block_length) dp.block_length = *r.block_length;  // UntilDoneLength reads it
   if (r.max_tokens == ApiRequest::kUntilDone) {
-    const int64_t block = r.block_length.value_or(full_canvas ? options_.diffusion.block_length
-                                                              : config.block_length);
-    const int64_t room = MaxTokensInContext(config, kind, prompt_length, block);
-    g->max_tokens = full_canvas ? std::min(options_.diffusion_max_tokens, room) : room;
-    g->until_done = !full_canvas;
+    if (full_canvas) {
+      const int64_t block = r.block_length.value_or(options_.diffusion.block_length);
+      g->max_tokens = std::min(options_.diffusion_max_tokens,
+                               MaxTokensInContext(config, kind, prompt_length, block));
+    } else {
+      auto length = UntilDoneLength(config, m.id, prompt_length, *g);
+      g->max_tokens = length.ok() ? *length : 0;
+      g->until_done = true;
+    }
     if (g->max_tokens < 1) {
       return ContextError("the prompt (" + std::to_string(prompt_length) +
                               " tokens) leaves no room in the context of " +
