@@ -153,6 +153,11 @@ class Tokenizer {
   // Byte-level BPE vocabularies (no space prefix) decode as Decode does. Thread-safe.
   virtual std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
                                          bool skip_special) const = 0;
+  // The bytes token `id` adds in the middle of a sequence: its piece as Decode renders it (byte
+  // tokens as their byte, SentencePiece's space marker as a space), with no leading space removed
+  // and no clean-up of spaces; "" for control tokens, unused tokens and ids out of range. What a
+  // grammar constraint matches token by token (grammar/token_constraint.h).
+  virtual std::string TokenBytes(TokenId id) const = 0;
   // The stored piece of one token (for display); "" when out of range.
   virtual std::string_view TokenText(TokenId id) const = 0;
   // True for control tokens (token_type == CONTROL), e.g. bos/eos/mask.

@@ -144,6 +144,7 @@ class VocabTokenizer : public Tokenizer {
   std::vector<TokenId> Encode(std::string_view text, bool add_special,
                               bool parse_special) const override;
   std::string Decode(std::span<const TokenId> ids, bool skip_special) const override;
+  std::string TokenBytes(TokenId id) const override;
   std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
                                  bool skip_special) const override;
   std::string_view TokenText(TokenId id) const override;

@@ -403,6 +403,12 @@ std::string VocabTokenizer::Decode(std::span<const TokenId> ids, bool skip_speci
   return DecodeImpl(ids, skip_special, add_space_prefix_);
 }
 
+std::string VocabTokenizer::TokenBytes(TokenId id) const {
+  std::string piece;
+  if (id >= 0 && static_cast<size_t>(id) < tokens_.size()) AppendPiece(id, false, &piece);
+  return piece;
+}
+
 std::string VocabTokenizer::DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
                                                bool skip_special) const {
   const bool after_bos = previous == kNoToken || (previous >= 0 && previous == special_.bos);

@@ -1,0 +1,32 @@
+// GBNF, llama.cpp's grammar text format (grammars/README.md in llama.cpp), parsed into a Grammar:
+//
+//   root  ::= "{" ws pair ("," ws pair)* "}"     # a rule; comments run to the end of the line
+//   pair  ::= [a-z]+ ":" ws ([0-9] | "-" [0-9]+)
+//   ws    ::= [ \t\n]{0,8}
+//
+// Terms: "literal" (escapes \n \r \t \\ \" \[ \] \- \xHH \uHHHH \UHHHHHHHH), [class] and [^class]
+// with ranges a-z, `.` (any code point), a rule name ([A-Za-z0-9_-]+), ( group ) with `|`
+// alternatives. Postfixes: * + ? {m} {m,} {m,n} (applied to the whole preceding term, a literal
+// included). A rule ends at a newline outside parentheses unless the next line starts with `|`.
+// The root rule is `root`.
+#ifndef UNMASK_GRAMMAR_GBNF_PARSER_H_
+#define UNMASK_GRAMMAR_GBNF_PARSER_H_
+
+#include <string_view>
+
+#include "core/status.h"
+#include "grammar/grammar.h"
+
+namespace unmask::grammar {
+
+// Most repetitions one {m,n} may spell out (each optional copy is a rule).
+inline constexpr int kMaxRepetition = 4096;
+
+// Errors: InvalidArgument with the line and column ("grammar: line 3, column 7: expected '::='"),
+// for syntax errors, invalid escapes or UTF-8, a repetition over kMaxRepetition or m > n, and the
+// GrammarBuilder::Build errors (undefined rule, no root, left recursion).
+StatusOr<Grammar> ParseGbnf(std::string_view text);
+
+}  // namespace unmask::grammar
+
+#endif  // UNMASK_GRAMMAR_GBNF_PARSER_H_

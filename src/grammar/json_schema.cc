@@ -1,0 +1,646 @@
+#include "grammar/json_schema.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace unmask::grammar {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Integers generated for a schema have at most this many digits.
+constexpr int kMaxDigits = 16;
+constexpr int64_t kMaxInt = 9999999999999999;  // 16 nines
+constexpr int64_t kMaxItems = 4096;
+
+const std::set<std::string>& Annotations() {
+  static const std::set<std::string> k = {
+      "title",      "description", "default",   "examples", "$schema",     "$id",    "$comment",
+      "deprecated", "readOnly",    "writeOnly", "$defs",    "definitions", "$anchor"};
+  return k;
+}
+
+// The fixed rules every grammar may use.
+const char* kPrimitives = R"(ws ::= ( " " | "\n" [ \t]{0,20} )?
+json-char ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
+json-string ::= "\"" json-char* "\""
+json-integral ::= "0" | [1-9] [0-9]{0,15}
+json-number ::= "-"? json-integral ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?
+json-boolean ::= "true" | "false"
+json-null ::= "null"
+json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
+json-member ::= json-string ws ":" ws json-value ws
+json-object ::= "{" ws ( json-member ( "," ws json-member )* )? "}"
+json-array ::= "[" ws ( json-value ws ( "," ws json-value ws )* )? "]"
+json-hex ::= [0-9a-fA-F]
+json-date ::= [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] )
+json-time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )
+)";
+
+bool AllChar(const std::string& s, char c) {
+  return std::all_of(s.begin(), s.end(), [c](char x) { return x == c; });
+}
+
+std::string DigitClass(char a, char b) {
+  if (a == b) return std::string("\"") + a + "\"";
+  return std::string("[") + a + "-" + b + "]";
+}
+
+std::string AnyDigits(size_t n) {
+  if (n == 0) return "";
+  return n == 1 ? " [0-9]" : " [0-9]{" + std::to_string(n) + "}";
+}
+
+// Decimal strings of equal length from a to b (a <= b), leading zeros allowed (inner digits).
+std::string SameLength(const std::string& a, const std::string& b) {
+  if (a == b) return "\"" + a + "\"";
+  size_t i = 0;
+  while (a[i] == b[i]) ++i;
+  const std::string p = a.substr(0, i);
+  const std::string ra = a.substr(i + 1), rb = b.substr(i + 1);
+  const size_t r = ra.size();
+  const std::string prefix = p.empty() ? "" : "\"" + p + "\" ";
+  char lo = a[i], hi = b[i];
+  std::vector<std::string> parts;
+  std::string top;
+  if (!AllChar(ra, '0')) {
+    parts.push_back(prefix + "\"" + lo + "\" ( " + SameLength(ra, std::string(r, '9')) + " )");
+    ++lo;
+  }
+  if (!AllChar(rb, '9')) {
+    top = prefix + "\"" + hi + "\" ( " + SameLength(std::string(r, '0'), rb) + " )";
+    --hi;
+  }
+  if (lo <= hi) parts.push_back(prefix + DigitClass(lo, hi) + AnyDigits(r));
+  if (!top.empty()) parts.push_back(top);
+  if (parts.size() == 1) return parts[0];
+  std::string out = "( ";
+  for (size_t k = 0; k < parts.size(); ++k) out += (k ? " | " : "") + parts[k];
+  return out + " )";
+}
+
+// Non-negative integers in [lo, hi] without leading zeros.
+std::string NonNegative(int64_t lo, int64_t hi) {
+  const std::string slo = std::to_string(lo), shi = std::to_string(hi);
+  std::vector<std::string> parts;
+  for (size_t len = slo.size(); len <= shi.size(); ++len) {
+    const std::string a = len == slo.size() ? slo : "1" + std::string(len - 1, '0');
+    const std::string b = len == shi.size() ? shi : std::string(len, '9');
+    parts.push_back(SameLength(a, b));
+  }
+  if (parts.size() == 1) return parts[0];
+  std::string out = "( ";
+  for (size_t k = 0; k < parts.size(); ++k) out += (k ? " | " : "") + parts[k];
+  return out + " )";
+}
+
+std::string Sanitize(const std::string& hint) {
+  std::string out;
+  for (char c : hint) {
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      out.push_back(c);
+    } else if (c >= 'A' && c <= 'Z') {
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else if (!out.empty() && out.back() != '-') {
+      out.push_back('-');
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "item" : out;
+}
+
+std::string Pointer(const std::string& base, const std::string& key) {
+  std::string k;
+  for (char c : key) {
+    if (c == '~') {
+      k += "~0";
+    } else if (c == '/') {
+      k += "~1";
+    } else {
+      k.push_back(c);
+    }
+  }
+  return base + "/" + k;
+}
+
+class Compiler {
+ public:
+  explicit Compiler(const json& root) : root_(root) {
+    for (const char* n : {"ws", "json-char", "json-string", "json-integral", "json-number",
+                          "json-boolean", "json-null", "json-value", "json-member", "json-object",
+                          "json-array", "json-hex", "json-date", "json-time", "root"}) {
+      used_.insert(n);
+    }
+  }
+
+  StatusOr<std::string> Run() {
+    UNMASK_ASSIGN_OR_RETURN(const std::string expr, Visit(root_, "root", ""));
+    // An optional leading space: SentencePiece vocabularies write one before the first word.
+    std::string out = "root ::= \" \"? " + expr + "\n";
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    return out + kPrimitives;
+  }
+
+ private:
+  Status Error(const std::string& what, const std::string& ptr) const {
+    return InvalidArgumentError("JSON schema: " + what + " at " + (ptr.empty() ? "/" : ptr) + "");
+  }
+
+  std::string NewName(const std::string& hint) {
+    std::string base = Sanitize(hint);
+    std::string name = base;
+    for (int n = 2; used_.count(name) != 0; ++n) name = base + "-" + std::to_string(n);
+    used_.insert(name);
+    return name;
+  }
+
+  std::string AddRule(const std::string& hint, const std::string& body) {
+    const std::string name = NewName(hint);
+    rules_[name] = body;
+    return name;
+  }
+
+  StatusOr<const json*> Resolve(const std::string& ref, const std::string& ptr) {
+    if (ref.empty() || ref[0] != '#') {
+      return Error("$ref '" + ref + "' is not local (only '#...' references are supported)", ptr);
+    }
+    const json* node = &root_;
+    size_t i = 1;
+    if (i < ref.size() && ref[i] != '/')
+      return Error("$ref '" + ref + "' is not a JSON pointer", ptr);
+    while (i < ref.size()) {
+      const size_t j = ref.find('/', i + 1);
+      std::string seg = ref.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
+      std::string key;
+      for (size_t k = 0; k < seg.size(); ++k) {
+        if (seg[k] == '~' && k + 1 < seg.size()) {
+          key.push_back(seg[k + 1] == '1' ? '/' : '~');
+          ++k;
+        } else {
+          key.push_back(seg[k]);
+        }
+      }
+      if (node->is_object() && node->contains(key)) {
+        node = &node->at(key);
+      } else if (node->is_array() && !key.empty() &&
+                 std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                 std::stoul(key) < node->size()) {
+        node = &node->at(std::stoul(key));
+      } else {
+        return Error("$ref '" + ref + "' does not resolve", ptr);
+      }
+      if (j == std::string::npos) break;
+      i = j;
+    }
+    return node;
+  }
+
+  Status CheckKeys(const json& s, const std::set<std::string>& allowed, const std::string& ptr) {
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (allowed.count(it.key()) == 0 && Annotations().count(it.key()) == 0) {
+        return Error(
+            "keyword '" + it.key() + "' is not supported" +
+                (it.key() == "pattern" ? " (regular expressions are not compiled yet)" : ""),
+            ptr);
+      }
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::string> Literal(const json& v) { return GbnfLiteral(v.dump()); }
+
+  StatusOr<std::optional<int64_t>> Bound(const json& s, const char* key, bool lower, bool exclusive,
+                                         const std::string& ptr) {
+    if (!s.contains(key)) return std::optional<int64_t>();
+    const json& v = s.at(key);
+    if (v.is_boolean()) {
+      return Error(std::string("'") + key + "' as a boolean (draft 4) is not supported", ptr);
+    }
+    if (!v.is_number()) return Error(std::string("'") + key + "' must be a number", ptr);
+    const double x = v.get<double>();
+    double b = lower ? (exclusive ? std::floor(x) + 1 : std::ceil(x))
+                     : (exclusive ? std::ceil(x) - 1 : std::floor(x));
+    b = std::clamp(b, -static_cast<double>(kMaxInt), static_cast<double>(kMaxInt));
+    return std::optional<int64_t>(static_cast<int64_t>(b));
+  }
+
+  StatusOr<std::string> Integer(const json& s, const std::string& ptr) {
+    UNMASK_RETURN_IF_ERROR(CheckKeys(
+        s, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable"},
+        ptr));
+    std::optional<int64_t> lo, hi;
+    for (const auto& [key, lower, excl] :
+         {std::tuple{"minimum", true, false}, std::tuple{"exclusiveMinimum", true, true},
+          std::tuple{"maximum", false, false}, std::tuple{"exclusiveMaximum", false, true}}) {
+      UNMASK_ASSIGN_OR_RETURN(std::optional<int64_t> b, Bound(s, key, lower, excl, ptr));
+      if (!b) continue;
+      if (lower) {
+        lo = lo ? std::max(*lo, *b) : *b;
+      } else {
+        hi = hi ? std::min(*hi, *b) : *b;
+      }
+    }
+    if (!lo && !hi) return std::string("( \"-\"? json-integral )");
+    const int64_t a = lo.value_or(-kMaxInt), b = hi.value_or(kMaxInt);
+    if (a > b) return Error("no integer satisfies the bounds", ptr);
+    std::vector<std::string> parts;
+    if (a < 0) parts.push_back("\"-\" " + NonNegative(b < 0 ? -b : 1, -a));
+    if (b >= 0) parts.push_back(NonNegative(std::max<int64_t>(a, 0), b));
+    if (parts.size() == 1) return "( " + parts[0] + " )";
+    return "( " + parts[0] + " | " + parts[1] + " )";
+  }
+
+  StatusOr<std::string> String(const json& s, const std::string& ptr) {
+    UNMASK_RETURN_IF_ERROR(
+        CheckKeys(s, {"type", "minLength", "maxLength", "format", "nullable"}, ptr));
+    if (s.contains("format")) {
+      if (!s.at("format").is_string()) return Error("'format' must be a string", ptr);
+      const std::string f = s.at("format");
+      if (f == "date") return std::string("( \"\\\"\" json-date \"\\\"\" )");
+      if (f == "time") return std::string("( \"\\\"\" json-time \"\\\"\" )");
+      if (f == "date-time") return std::string("( \"\\\"\" json-date \"T\" json-time \"\\\"\" )");
+      if (f == "uuid") {
+        return std::string(
+            "( \"\\\"\" json-hex{8} \"-\" json-hex{4} \"-\" json-hex{4} \"-\" json-hex{4} \"-\" "
+            "json-hex{12} \"\\\"\" )");
+      }
+      // Other formats are annotations (JSON Schema 2020-12 §7.2): a plain string.
+    }
+    int64_t min = 0, max = -1;
+    for (const char* key : {"minLength", "maxLength"}) {
+      if (!s.contains(key)) continue;
+      if (!s.at(key).is_number_integer() || s.at(key).get<int64_t>() < 0) {
+        return Error(std::string("'") + key + "' must be a non-negative integer", ptr);
+      }
+      (std::string(key) == "minLength" ? min : max) = s.at(key).get<int64_t>();
+    }
+    if (min > kMaxItems || max > kMaxItems) {
+      return Error("string lengths over " + std::to_string(kMaxItems) + " are not supported", ptr);
+    }
+    if (max >= 0 && max < min) return Error("maxLength is below minLength", ptr);
+    if (min == 0 && max < 0) return std::string("json-string");
+    std::string rep = "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
+    return "( \"\\\"\" json-char" + rep + " \"\\\"\" )";
+  }
+
+  StatusOr<std::string> Array(const json& s, const std::string& hint, const std::string& ptr) {
+    UNMASK_RETURN_IF_ERROR(CheckKeys(
+        s, {"type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "nullable"},
+        ptr));
+    if (s.contains("uniqueItems") && s.at("uniqueItems") != false) {
+      return Error("'uniqueItems': true is not supported (a grammar cannot exclude repeats)", ptr);
+    }
+    int64_t min = 0, max = -1;
+    for (const char* key : {"minItems", "maxItems"}) {
+      if (!s.contains(key)) continue;
+      if (!s.at(key).is_number_integer() || s.at(key).get<int64_t>() < 0) {
+        return Error(std::string("'") + key + "' must be a non-negative integer", ptr);
+      }
+      (std::string(key) == "minItems" ? min : max) = s.at(key).get<int64_t>();
+    }
+    if (min > kMaxItems || max > kMaxItems) {
+      return Error("array sizes over " + std::to_string(kMaxItems) + " are not supported", ptr);
+    }
+    if (max >= 0 && max < min) return Error("maxItems is below minItems", ptr);
+    std::vector<std::string> prefix;
+    if (s.contains("prefixItems")) {
+      if (!s.at("prefixItems").is_array()) return Error("'prefixItems' must be an array", ptr);
+      for (size_t i = 0; i < s.at("prefixItems").size(); ++i) {
+        UNMASK_ASSIGN_OR_RETURN(std::string e,
+                                Visit(s.at("prefixItems").at(i), hint + "-" + std::to_string(i),
+                                      Pointer(ptr + "/prefixItems", std::to_string(i))));
+        prefix.push_back(e);
+      }
+    }
+    std::string item;
+    if (s.contains("items") && s.at("items") != false) {
+      UNMASK_ASSIGN_OR_RETURN(item, Visit(s.at("items"), hint + "-item", ptr + "/items"));
+    } else if (!s.contains("items") && prefix.empty()) {
+      item = "json-value";
+    }
+    // Exactly the prefix items (all of them, or maxItems of them), then the extra items.
+    const int64_t np = max >= 0 ? std::min<int64_t>(max, static_cast<int64_t>(prefix.size()))
+                                : static_cast<int64_t>(prefix.size());
+    if (item.empty() && np < min) {
+      return Error("minItems exceeds the items the schema allows", ptr);
+    }
+    std::string body;
+    for (int64_t i = 0; i < np; ++i) {
+      body += (i ? " \",\" ws " : "") + prefix[static_cast<size_t>(i)] + " ws";
+    }
+    if (!item.empty()) {
+      const int64_t emin = std::max<int64_t>(0, min - np);
+      const int64_t emax = max >= 0 ? max - np : -1;
+      if (emax != 0) {
+        const std::string one = item + " ws";
+        const std::string more = "\",\" ws " + one;
+        if (np > 0) {
+          body += " ( " + more + " ){" + std::to_string(emin) + "," +
+                  (emax >= 0 ? std::to_string(emax) : "") + "}";
+        } else if (emin >= 1) {
+          body += one + " ( " + more + " ){" + std::to_string(emin - 1) + "," +
+                  (emax >= 0 ? std::to_string(emax - 1) : "") + "}";
+        } else {
+          body += "( " + one + " ( " + more + " ){0," +
+                  (emax >= 0 ? std::to_string(emax - 1) : "") + "} )?";
+        }
+      }
+    }
+    return AddRule(hint, "\"[\" ws " + body + " \"]\"");
+  }
+
+  StatusOr<std::string> Object(const json& s, const std::string& hint, const std::string& ptr) {
+    UNMASK_RETURN_IF_ERROR(
+        CheckKeys(s, {"type", "properties", "required", "additionalProperties", "nullable"}, ptr));
+    std::vector<std::pair<std::string, std::string>> props;  // key literal, value expression
+    std::vector<std::string> names;
+    if (s.contains("properties")) {
+      if (!s.at("properties").is_object()) return Error("'properties' must be an object", ptr);
+      for (auto it = s.at("properties").begin(); it != s.at("properties").end(); ++it) {
+        UNMASK_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "-" + it.key(),
+                                                     Pointer(ptr + "/properties", it.key())));
+        props.emplace_back(GbnfLiteral(json(it.key()).dump()), v);
+        names.push_back(it.key());
+      }
+    }
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      if (!s.at("required").is_array()) return Error("'required' must be an array of names", ptr);
+      for (const json& r : s.at("required")) {
+        if (!r.is_string()) return Error("'required' must be an array of names", ptr);
+        required.insert(r.get<std::string>());
+      }
+    }
+    std::string extra;  // the value expression of additional properties, or "" when refused
+    if (s.contains("additionalProperties") && s.at("additionalProperties") != false) {
+      if (s.at("additionalProperties") == true) {
+        extra = "json-value";
+      } else {
+        UNMASK_ASSIGN_OR_RETURN(extra, Visit(s.at("additionalProperties"), hint + "-extra",
+                                             ptr + "/additionalProperties"));
+      }
+    }
+    for (const std::string& r : required) {
+      if (std::find(names.begin(), names.end(), r) == names.end()) {
+        return Error("required property '" + r + "' is not declared in 'properties'", ptr);
+      }
+    }
+    auto kv = [](const std::pair<std::string, std::string>& p) {
+      return p.first + " ws \":\" ws " + p.second + " ws";
+    };
+    const std::string akv = extra.empty() ? "" : "json-string ws \":\" ws " + extra + " ws";
+    const std::string akv_tail = extra.empty() ? "" : " ( \",\" ws " + akv + " )*";
+    // Declaration order. B(i): the rest from property i once a property was written (each is
+    // preceded by a comma); A(i): the rest from i before any was written (an optional property
+    // may be skipped; the first one written takes no comma).
+    const size_t n = names.size();
+    std::vector<std::string> b(n + 1), a(n + 1);  // GBNF expressions ("" = the empty string)
+    b[n] = akv_tail.empty() ? "" : AddRule(hint + "-rest", akv_tail.substr(1));
+    for (size_t i = n; i-- > 0;) {
+      const std::string item = "\",\" ws " + kv(props[i]);
+      const std::string body = (required.count(names[i]) ? item : "( " + item + " )?") +
+                               (b[i + 1].empty() ? "" : " " + b[i + 1]);
+      b[i] = AddRule(hint + "-rest", body);
+    }
+    a[n] = akv.empty() ? "" : "( " + akv + akv_tail + " )?";
+    for (size_t i = n; i-- > 0;) {
+      const std::string first = kv(props[i]) + (b[i + 1].empty() ? "" : " " + b[i + 1]);
+      a[i] = required.count(names[i])
+                 ? first
+                 : AddRule(hint + "-from-" + names[i], first + " | " + a[i + 1]);
+    }
+    const std::string body = a[0];
+    return AddRule(hint, "\"{\" ws " + body + " \"}\"");
+  }
+
+  StatusOr<std::string> Visit(const json& s, const std::string& hint, const std::string& ptr) {
+    if (++depth_ > 64) return Error("schema nested deeper than 64 levels", ptr);
+    auto r = VisitInner(s, hint, ptr);
+    --depth_;
+    return r;
+  }
+
+  StatusOr<std::string> VisitInner(const json& s, const std::string& hint, const std::string& ptr) {
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return std::string("json-value");
+      return Error("the schema false admits no value", ptr);
+    }
+    if (!s.is_object()) return Error("a schema must be an object or a boolean", ptr);
+    if (s.contains("$ref")) {
+      for (auto it = s.begin(); it != s.end(); ++it) {
+        if (it.key() != "$ref" && Annotations().count(it.key()) == 0) {
+          return Error("keywords beside '$ref' ('" + it.key() + "') are not supported", ptr);
+        }
+      }
+      if (!s.at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
+      const std::string ref = s.at("$ref");
+      auto found = refs_.find(ref);
+      if (found != refs_.end()) return found->second;
+      UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(ref, ptr));
+      const std::string name = NewName(ref == "#" ? "root-ref" : ref.substr(ref.rfind('/') + 1));
+      refs_[ref] = name;
+      rules_[name] = "json-null";  // placeholder while the target is compiled (recursion)
+      UNMASK_ASSIGN_OR_RETURN(std::string body, Visit(*target, name, ref.substr(1)));
+      rules_[name] = body;
+      return name;
+    }
+    std::string out;
+    if (s.contains("const")) {
+      UNMASK_ASSIGN_OR_RETURN(out, Literal(s.at("const")));
+    } else if (s.contains("enum")) {
+      if (!s.at("enum").is_array() || s.at("enum").empty()) {
+        return Error("'enum' must be a non-empty array", ptr);
+      }
+      out = "( ";
+      for (size_t i = 0; i < s.at("enum").size(); ++i) {
+        UNMASK_ASSIGN_OR_RETURN(std::string lit, Literal(s.at("enum").at(i)));
+        out += (i ? " | " : "") + lit;
+      }
+      out += " )";
+    } else if (s.contains("anyOf") || s.contains("oneOf")) {
+      const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
+      for (auto it = s.begin(); it != s.end(); ++it) {
+        if (it.key() != key && it.key() != "nullable" && Annotations().count(it.key()) == 0) {
+          return Error(
+              std::string("keywords beside '") + key + "' ('" + it.key() + "') are not supported",
+              ptr);
+        }
+      }
+      if (!s.at(key).is_array() || s.at(key).empty()) {
+        return Error(std::string("'") + key + "' must be a non-empty array", ptr);
+      }
+      out = "( ";
+      for (size_t i = 0; i < s.at(key).size(); ++i) {
+        UNMASK_ASSIGN_OR_RETURN(std::string e, Visit(s.at(key).at(i), hint,
+                                                     Pointer(ptr + "/" + key, std::to_string(i))));
+        out += (i ? " | " : "") + e;
+      }
+      out += " )";
+    } else if (s.contains("allOf")) {
+      UNMASK_ASSIGN_OR_RETURN(json merged, MergeAllOf(s, ptr));
+      return Visit(merged, hint, ptr);
+    } else {
+      std::vector<std::string> types;
+      if (s.contains("type")) {
+        if (s.at("type").is_string()) {
+          types.push_back(s.at("type"));
+        } else if (s.at("type").is_array() && !s.at("type").empty()) {
+          for (const json& t : s.at("type")) {
+            if (!t.is_string()) return Error("'type' must be a name or a list of names", ptr);
+            types.push_back(t);
+          }
+        } else {
+          return Error("'type' must be a name or a list of names", ptr);
+        }
+      } else if (s.contains("properties") || s.contains("required") ||
+                 s.contains("additionalProperties")) {
+        types.push_back("object");
+      } else if (s.contains("items") || s.contains("prefixItems")) {
+        types.push_back("array");
+      } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
+        types.push_back("string");
+      } else {
+        UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"nullable"}, ptr));
+        types.push_back("any");
+      }
+      std::vector<std::string> alts;
+      for (const std::string& t : types) {
+        std::string e;
+        if (t == "object") {
+          UNMASK_ASSIGN_OR_RETURN(e, Object(s, hint, ptr));
+        } else if (t == "array") {
+          UNMASK_ASSIGN_OR_RETURN(e, Array(s, hint, ptr));
+        } else if (t == "string") {
+          UNMASK_ASSIGN_OR_RETURN(e, String(s, ptr));
+        } else if (t == "integer") {
+          UNMASK_ASSIGN_OR_RETURN(e, Integer(s, ptr));
+        } else if (t == "number") {
+          UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
+          e = "json-number";
+        } else if (t == "boolean") {
+          UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
+          e = "json-boolean";
+        } else if (t == "null") {
+          UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
+          e = "json-null";
+        } else if (t == "any") {
+          e = "json-value";
+        } else {
+          return Error("unknown type '" + t + "'", ptr);
+        }
+        alts.push_back(e);
+      }
+      out = alts.size() == 1 ? alts[0] : "( ";
+      if (alts.size() > 1) {
+        for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
+        out += " )";
+      }
+    }
+    if (s.contains("nullable")) {
+      if (!s.at("nullable").is_boolean()) return Error("'nullable' must be a boolean", ptr);
+      if (s.at("nullable").get<bool>()) out = "( " + out + " | json-null )";
+    }
+    return out;
+  }
+
+  StatusOr<json> MergeAllOf(const json& s, const std::string& ptr) {
+    if (!s.at("allOf").is_array() || s.at("allOf").empty()) {
+      return Error("'allOf' must be a non-empty array", ptr);
+    }
+    json merged = json::object();
+    merged["type"] = "object";
+    merged["properties"] = json::object();
+    merged["required"] = json::array();
+    std::vector<const json*> parts;
+    for (const json& p : s.at("allOf")) parts.push_back(&p);
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (it.key() != "allOf" && Annotations().count(it.key()) == 0) {
+        return Error("keywords beside 'allOf' ('" + it.key() + "') are not supported", ptr);
+      }
+    }
+    for (const json* p : parts) {
+      while (p->is_object() && p->contains("$ref")) {
+        UNMASK_ASSIGN_OR_RETURN(p, Resolve(p->at("$ref").get<std::string>(), ptr));
+      }
+      bool typed_object = true;
+      if (p->is_object() && p->contains("type")) typed_object = p->at("type") == json("object");
+      const bool object_like = p->is_object() && typed_object && !p->contains("anyOf") &&
+                               !p->contains("oneOf") && !p->contains("allOf") &&
+                               !p->contains("enum") && !p->contains("const");
+      if (!object_like) {
+        return Error("'allOf' is supported only over object schemas (merged into one)", ptr);
+      }
+      for (auto it = p->begin(); it != p->end(); ++it) {
+        if (it.key() == "properties") {
+          for (auto q = it->begin(); q != it->end(); ++q) merged["properties"][q.key()] = q.value();
+        } else if (it.key() == "required") {
+          for (const json& r : *it) merged["required"].push_back(r);
+        } else if (it.key() == "additionalProperties") {
+          if (*it != false) {
+            return Error("'additionalProperties' inside 'allOf' is not supported", ptr);
+          }
+        } else if (it.key() != "type" && Annotations().count(it.key()) == 0) {
+          return Error("keyword '" + it.key() + "' inside 'allOf' is not supported", ptr);
+        }
+      }
+    }
+    return merged;
+  }
+
+  const json& root_;
+  std::map<std::string, std::string> rules_;
+  std::map<std::string, std::string> refs_;
+  std::set<std::string> used_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::string GbnfLiteral(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7F) {
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "\"";
+}
+
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+  return Compiler(schema).Run();
+}
+
+StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view text) {
+  const json schema = json::parse(text, nullptr, false);
+  if (schema.is_discarded()) return InvalidArgumentError("JSON schema: the text is not valid JSON");
+  return Compiler(schema).Run();
+}
+
+std::string JsonObjectGbnf() { return std::string("root ::= \" \"? json-object\n") + kPrimitives; }
+
+StatusOr<std::string> ChoiceGbnf(const std::vector<std::string>& choices) {
+  if (choices.empty()) return InvalidArgumentError("guided_choice must list at least one choice");
+  std::string out = "root ::= ";
+  for (size_t i = 0; i < choices.size(); ++i) out += (i ? " | " : "") + GbnfLiteral(choices[i]);
+  return out + "\n";
+}
+
+}  // namespace unmask::grammar

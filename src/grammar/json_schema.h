@@ -1,0 +1,59 @@
+// JSON Schema -> GBNF (the grammar the AR decoder is constrained by for OpenAI's
+// response_format json_schema, llama-server's json_schema and vLLM's guided_json).
+//
+// The generated JSON is compact except for bounded optional whitespace ("" | " " | "\n" and up to
+// 20 spaces or tabs) after '{', '[', ',' and ':' and around values, so a model may pretty-print
+// but never stall in whitespace. Numbers have at most 16 integer digits, 16 fraction digits and 3
+// exponent digits; the text may start with one space (SentencePiece vocabularies write one
+// before the first word) and ends right after the root value (no trailing whitespace), so
+// generation stops there.
+//
+// Supported (draft 2020-12 names; draft-07 `definitions` too):
+//   type (a name or a list of names: object, array, string, number, integer, boolean, null),
+//   enum, const, anyOf, oneOf (generated as anyOf: a value matching several branches is not
+//   excluded), allOf (object schemas only, merged), $ref ("#", "#/$defs/...", "#/definitions/...",
+//   recursion included), nullable (OpenAPI);
+//   object: properties, required, additionalProperties (false when absent, as OpenAI's strict
+//   structured outputs require: declared properties only; true or a schema allows more keys),
+//   properties are written in declaration order (hence ordered_json), optional ones may be left
+//   out;
+//   array: items, prefixItems, minItems, maxItems (at most 4096);
+//   string: minLength, maxLength, format date, time, date-time and uuid (RFC 3339 / RFC 4122
+//   shapes; other formats are annotations, as the specification makes them by default);
+//   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (16 digits at most);
+//   annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
+//   readOnly, writeOnly) are ignored.
+// Anything else (pattern, multipleOf, bounds on `number`, uniqueItems true, not, if/then/else,
+// patternProperties, min/maxProperties, remote $ref, ...) is refused by name.
+#ifndef UNMASK_GRAMMAR_JSON_SCHEMA_H_
+#define UNMASK_GRAMMAR_JSON_SCHEMA_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace unmask::grammar {
+
+// Errors: InvalidArgument "JSON schema: <what> at <JSON pointer>" for an unsupported keyword or
+// value, a malformed schema (a keyword of the wrong JSON type, an unresolvable $ref, minItems >
+// maxItems, an empty enum, minimum > maximum).
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// The same from the schema's JSON text. Errors: InvalidArgument for text that is not JSON.
+StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view text);
+
+// Any JSON object (response_format {"type": "json_object"}).
+std::string JsonObjectGbnf();
+
+// One of `choices`, literally (vLLM's guided_choice). Errors: InvalidArgument when empty.
+StatusOr<std::string> ChoiceGbnf(const std::vector<std::string>& choices);
+
+// `text` as a GBNF string literal, quotes included ("a\"b" for a"b).
+std::string GbnfLiteral(const std::string& text);
+
+}  // namespace unmask::grammar
+
+#endif  // UNMASK_GRAMMAR_JSON_SCHEMA_H_

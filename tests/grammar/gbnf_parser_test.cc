@@ -1,0 +1,183 @@
+#include "grammar/gbnf_parser.h"
+
+#include <gtest/gtest.h>
+
+#include "grammar_test_util.h"
+
+namespace unmask::grammar {
+namespace {
+
+using testing::Check;
+using testing::MustParse;
+
+std::string ErrorOf(std::string_view gbnf) {
+  auto g = ParseGbnf(gbnf);
+  return g.ok() ? std::string("(parsed)") : g.status().message();
+}
+
+TEST(GbnfParserTest, LiteralsClassesAndAlternatives) {
+  auto g = MustParse(R"(root ::= "ab" [0-9] | "x" [^a-c] # comment
+)");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "ab7").sentence);
+  EXPECT_TRUE(Check(g, "ab").prefix);
+  EXPECT_FALSE(Check(g, "ab").sentence);
+  EXPECT_FALSE(Check(g, "abx").prefix);
+  EXPECT_TRUE(Check(g, "xd").sentence);
+  EXPECT_FALSE(Check(g, "xb").prefix);
+  EXPECT_TRUE(Check(g, "x\xC3\xA9").sentence);  // é is outside [a-c]
+}
+
+TEST(GbnfParserTest, RepetitionOperators) {
+  auto g = MustParse("root ::= \"a\"* \"b\"+ \"c\"? \"d\"{2} \"e\"{1,3} \"f\"{2,}\n");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g,
+                    "bdde"
+                    "ff")
+                  .sentence);
+  EXPECT_TRUE(Check(g, "aaabbbcddeeefff").sentence);
+  EXPECT_FALSE(Check(g, "bddeeeef").prefix);  // four e
+  EXPECT_FALSE(Check(g,
+                     "bdde"
+                     "f")
+                   .sentence);  // one f
+  EXPECT_FALSE(Check(g, "bcc").prefix);
+  EXPECT_FALSE(Check(g,
+                     "bd"
+                     "e")
+                   .prefix);  // needs two d
+}
+
+TEST(GbnfParserTest, PostfixAppliesToTheWholeLiteralAndGroups) {
+  auto g = MustParse("root ::= \"ab\"{2} (\"x\" | \"yz\")*\n");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "abab").sentence);
+  EXPECT_TRUE(Check(g, "ababxyzx").sentence);
+  EXPECT_FALSE(Check(g, "abb").prefix);
+  EXPECT_FALSE(Check(g, "ababy").sentence);
+}
+
+TEST(GbnfParserTest, RulesAcrossLinesAndForwardReferences) {
+  auto g = MustParse(
+      "root ::= item (\",\" item)*\n"
+      "item ::= [a-z]+\n"
+      "  | num\n"
+      "num ::= [0-9]\n");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "ab,7,c").sentence);
+  EXPECT_FALSE(Check(g, "ab,,").prefix);
+}
+
+TEST(GbnfParserTest, Escapes) {
+  auto g = MustParse(R"(root ::= "\"\\\n\t\x41\u00e9\U0001F600" [\]\-\[]
+)");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "\"\\\n\tA\xC3\xA9\xF0\x9F\x98\x80]").sentence);
+  EXPECT_TRUE(Check(g, "\"\\\n\tA\xC3\xA9\xF0\x9F\x98\x80-").sentence);
+  // A partial UTF-8 sequence is a prefix only when it can still complete to an accepted code point.
+  EXPECT_TRUE(Check(g, "\"\\\n\tA\xC3").prefix);
+  EXPECT_FALSE(Check(g, "\"\\\n\tA\xC4").prefix);
+}
+
+TEST(GbnfParserTest, AnyCharacterAndNestedGroups) {
+  auto g = MustParse("root ::= . ((\"a\" | \"b\") \"c\")+\n");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g,
+                    "\xE4\xB8\xAD"
+                    "acbc")
+                  .sentence);
+  EXPECT_FALSE(Check(g, "zab").prefix);
+}
+
+TEST(GbnfParserTest, ErrorsNameLineAndColumn) {
+  EXPECT_EQ(ErrorOf("root ::= \"a\"\nitem = \"b\"\n"),
+            "grammar: line 2, column 5: expected '::=' after rule name 'item'");
+  EXPECT_NE(ErrorOf("root ::= \"abc\n").find("line 1"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= [a-\n").find("unterminated character class"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= (\"a\"\n").find("expected ')'"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"\\q\"\n").find("unknown escape"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"a\"{3,2}\n").find("n < m"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"a\"{5000}\n").find("over 4096"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= [z-a]\n").find("end before its start"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"a\" )\n").find("unexpected ')'"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"a\"\nroot ::= \"b\"\n").find("defined twice"), std::string::npos);
+  EXPECT_NE(ErrorOf("").find("no rule 'root'"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"\xC3\"\n").find("UTF-8"), std::string::npos);
+}
+
+TEST(GbnfParserTest, UndefinedAndLeftRecursiveRulesAreRefused) {
+  EXPECT_EQ(ErrorOf("root ::= item\n"), "grammar: rule 'item' is used but never defined");
+  EXPECT_NE(ErrorOf("root ::= root \"a\" | \"b\"\n").find("'root' is left-recursive"),
+            std::string::npos);
+  // Through a nullable prefix, and through an empty repetition.
+  EXPECT_NE(ErrorOf("root ::= e x\nx ::= e root | \"a\"\ne ::= \"b\"?\n").find("left-recursive"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= (\"a\"?)*\n").find("left-recursive"), std::string::npos);
+  // Right recursion is fine.
+  auto g = MustParse("root ::= \"a\" root | \"b\"\n");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "aaab").sentence);
+}
+
+TEST(MatcherTest, AmbiguousAlternativesKeepEveryStack) {
+  auto g = MustParse("root ::= \"ab\" \"c\" | \"a\" \"bd\" | [a-z]+\n");
+  ASSERT_TRUE(g);
+  for (const char* t : {"abc", "abd", "abz", "a"}) EXPECT_TRUE(Check(g, t).sentence) << t;
+  EXPECT_FALSE(Check(g, "ab1").prefix);
+}
+
+TEST(MatcherTest, CompleteWhenNothingMayFollow) {
+  auto g = MustParse("root ::= \"a\" \"b\"?\n");
+  ASSERT_TRUE(g);
+  Matcher m(g);
+  const StateId a = m.Advance(m.initial(), 'a');
+  EXPECT_TRUE(m.CanEnd(a));
+  EXPECT_FALSE(m.Complete(a));
+  const StateId ab = m.Advance(a, 'b');
+  EXPECT_TRUE(m.Complete(ab));
+  EXPECT_EQ(m.Advance(ab, 'b'), kDead);
+  // Transitions are interned: the same state comes back.
+  EXPECT_EQ(m.Advance(m.initial(), 'a'), a);
+}
+
+TEST(MatcherTest, CompactKeepsTheState) {
+  auto g = MustParse("root ::= (\"x\" [0-9])+ \"!\"\n");
+  ASSERT_TRUE(g);
+  Matcher m(g);
+  Utf8Partial u;
+  StateId s = m.AdvanceBytes(m.initial(), "x1x2", &u);
+  ASSERT_NE(s, kDead);
+  s = m.Compact(s);
+  Utf8Partial u2;
+  const StateId t = m.AdvanceBytes(s, "x3!", &u2);
+  EXPECT_TRUE(m.Complete(t));
+  EXPECT_EQ(m.AdvanceBytes(s, "3", &u2), kDead);
+}
+
+TEST(MatcherTest, Utf8StepRejectsInvalidBytes) {
+  Utf8Partial u;
+  uint32_t cp = 0;
+  bool complete = false;
+  EXPECT_FALSE(Utf8Step(&u, 0x80, &cp, &complete));  // a continuation without a lead
+  EXPECT_FALSE(Utf8Step(&u, 0xC0, &cp, &complete));  // overlong lead
+  EXPECT_FALSE(Utf8Step(&u, 0xF8, &cp, &complete));
+  ASSERT_TRUE(Utf8Step(&u, 0xE2, &cp, &complete));
+  EXPECT_FALSE(complete);
+  EXPECT_FALSE(Utf8Step(&u, 0x41, &cp, &complete));  // ASCII inside a sequence
+}
+
+TEST(CharClassTest, IntersectsForNegatedClasses) {
+  CharClass c;
+  c.ranges = {{'a', 'c'}, {0x100, 0x1FF}};
+  c.negated = true;
+  c.Finish();
+  EXPECT_FALSE(c.Intersects('a', 'c'));
+  EXPECT_TRUE(c.Intersects('a', 'd'));
+  EXPECT_FALSE(c.Intersects(0x100, 0x1FF));
+  EXPECT_TRUE(c.Intersects(0x180, 0x200));
+  EXPECT_FALSE(c.Matches('b'));
+  EXPECT_TRUE(c.Matches(0x200));
+}
+
+}  // namespace
+}  // namespace unmask::grammar

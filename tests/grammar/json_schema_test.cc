@@ -1,0 +1,269 @@
+#include "grammar/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "grammar_test_util.h"
+
+namespace unmask::grammar {
+namespace {
+
+using json = nlohmann::ordered_json;
+using testing::Check;
+
+std::shared_ptr<const Grammar> Compile(const json& schema) {
+  auto gbnf = JsonSchemaToGbnf(schema);
+  if (!gbnf.ok()) {
+    ADD_FAILURE() << gbnf.status().message();
+    return nullptr;
+  }
+  auto g = ParseGbnf(*gbnf);
+  if (!g.ok()) {
+    ADD_FAILURE() << g.status().message() << "\n" << *gbnf;
+    return nullptr;
+  }
+  return std::make_shared<const Grammar>(std::move(g).value());
+}
+
+std::string ErrorOf(const json& schema) {
+  auto gbnf = JsonSchemaToGbnf(schema);
+  return gbnf.ok() ? std::string("(compiled)") : gbnf.status().message();
+}
+
+TEST(JsonSchemaTest, NestedObjectWithRequiredAndOptionalProperties) {
+  auto g = Compile(json::parse(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string"},
+      "age": {"type": "integer"},
+      "address": {"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"]}
+    },
+    "required": ["name", "address"]})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"({"name":"Ann","address":{"city":"Oslo"}})").sentence);
+  EXPECT_TRUE(Check(g, R"({"name": "Ann", "age": 31, "address": {"city": "Oslo"}})").sentence);
+  EXPECT_TRUE(Check(g, "{\n  \"name\": \"A\",\n  \"address\": {\"city\": \"B\"}\n}").sentence);
+  EXPECT_FALSE(Check(g, R"({"name":"Ann"})").sentence);  // address is required
+  EXPECT_FALSE(
+      Check(g, R"({"name":"A","address":{"city":"B"},"age")").prefix);       // declaration order
+  EXPECT_FALSE(Check(g, R"({"name":"Ann","zip":1)").prefix);                 // not declared
+  EXPECT_FALSE(Check(g, R"({"name":1)").prefix);                             // wrong type
+  EXPECT_FALSE(Check(g, R"({"name":"A","address":{"city":"B"}} )").prefix);  // nothing after
+  EXPECT_FALSE(Check(g, "{      \"name\"").prefix);  // whitespace is bounded
+}
+
+TEST(JsonSchemaTest, AnySubsetOfOptionalPropertiesInOrder) {
+  auto g = Compile(json::parse(
+      R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+          "c":{"type":"integer"}}})"));
+  ASSERT_TRUE(g);
+  for (const char* ok : {"{}", R"({"a":1})", R"({"b":1})", R"({"c":1})", R"({"a":1,"c":2})",
+                         R"({"b":1,"c":2})", R"({"a":1,"b":2,"c":3})"}) {
+    EXPECT_TRUE(Check(g, ok).sentence) << ok;
+  }
+  EXPECT_FALSE(Check(g, R"({"b":1,"a")").prefix);
+  EXPECT_FALSE(Check(g, R"({,)").prefix);
+  EXPECT_FALSE(Check(g, R"({"a":1,})").prefix);
+}
+
+TEST(JsonSchemaTest, AdditionalProperties) {
+  auto g = Compile(json::parse(
+      R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"({"a":1,"x":true,"y":false})").sentence);
+  EXPECT_TRUE(Check(g, R"({"x":true})").sentence);
+  EXPECT_FALSE(Check(g, R"({"x":1)").prefix);
+  auto any = Compile(json::parse(R"({"type":"object","additionalProperties":true})"));
+  ASSERT_TRUE(any);
+  EXPECT_TRUE(Check(any, R"({"k":[1,{"z":null}],"s":"v"})").sentence);
+}
+
+TEST(JsonSchemaTest, EnumsConstAndAnyOf) {
+  auto g = Compile(json::parse(R"({"type":"object","properties":{
+      "color":{"enum":["red","green",null,3]},
+      "kind":{"const":"fixed"},
+      "v":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"integer"}}]}},
+      "required":["color","kind","v"]})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"({"color":"green","kind":"fixed","v":"x"})").sentence);
+  EXPECT_TRUE(Check(g, R"({"color":null,"kind":"fixed","v":[1,2]})").sentence);
+  EXPECT_TRUE(Check(g, R"({"color":3,"kind":"fixed","v":[]})").sentence);
+  EXPECT_FALSE(Check(g, R"({"color":"blue")").prefix);
+  EXPECT_FALSE(Check(g, R"({"color":"red","kind":"other")").prefix);
+  EXPECT_FALSE(Check(g, R"({"color":"red","kind":"fixed","v":1)").prefix);
+}
+
+TEST(JsonSchemaTest, ArraysWithBoundsAndTuples) {
+  auto g = Compile(
+      json::parse(R"({"type":"array","items":{"type":"boolean"},"minItems":2,"maxItems":3})"));
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(Check(g, "[true]").sentence);
+  EXPECT_TRUE(Check(g, "[true, false]").sentence);
+  EXPECT_TRUE(Check(g, "[true,false,true]").sentence);
+  EXPECT_FALSE(Check(g, "[true,false,true,").prefix);
+  auto t = Compile(
+      json::parse(R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]})"));
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(Check(t, R"(["a", 1])").sentence);
+  EXPECT_FALSE(Check(t, R"([1)").prefix);
+  auto empty = Compile(json::parse(R"({"type":"array","maxItems":0})"));
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(Check(empty, "[]").sentence);
+  EXPECT_FALSE(Check(empty, "[1").prefix);
+}
+
+TEST(JsonSchemaTest, Numbers) {
+  auto g = Compile(json::parse(R"({"type":"number"})"));
+  ASSERT_TRUE(g);
+  for (const char* ok : {"0", "-0.5", "12", "3.25e-7", "1E+300", "-12.0"}) {
+    EXPECT_TRUE(Check(g, ok).sentence) << ok;
+  }
+  for (const char* bad : {"01", "+1", ".5", "1.", "1e", "--1"}) {
+    EXPECT_FALSE(Check(g, bad).sentence) << bad;
+  }
+  EXPECT_FALSE(Check(g, "12345678901234567").prefix);  // 17 integer digits
+}
+
+// Every integer in [-1200, 1200] is accepted exactly when it satisfies the bounds.
+TEST(JsonSchemaTest, IntegerBoundsAreExact) {
+  const std::vector<json> schemas = {
+      json::parse(R"({"type":"integer","minimum":0,"maximum":120})"),
+      json::parse(R"({"type":"integer","minimum":-37,"maximum":1005})"),
+      json::parse(R"({"type":"integer","exclusiveMinimum":-10,"exclusiveMaximum":-2})"),
+      json::parse(R"({"type":"integer","minimum":7})"),
+      json::parse(R"({"type":"integer","maximum":-999})"),
+      json::parse(R"({"type":"integer","minimum":99,"maximum":1000})"),
+      json::parse(R"({"type":"integer","minimum":3.5,"maximum":19.9})")};
+  for (const json& s : schemas) {
+    auto g = Compile(s);
+    ASSERT_TRUE(g) << s.dump();
+    const double lo = s.contains("minimum")            ? s["minimum"].get<double>()
+                      : s.contains("exclusiveMinimum") ? s["exclusiveMinimum"].get<double>() + 1e-9
+                                                       : -1e18;
+    const double hi = s.contains("maximum")            ? s["maximum"].get<double>()
+                      : s.contains("exclusiveMaximum") ? s["exclusiveMaximum"].get<double>() - 1e-9
+                                                       : 1e18;
+    for (int v = -1200; v <= 1200; ++v) {
+      const bool want = v >= lo && v <= hi;
+      ASSERT_EQ(Check(g, std::to_string(v)).sentence, want) << s.dump() << " value " << v;
+    }
+    EXPECT_FALSE(Check(g, "007").sentence);
+  }
+  EXPECT_NE(
+      ErrorOf(json::parse(R"({"type":"integer","minimum":5,"maximum":4})")).find("no integer"),
+      std::string::npos);
+}
+
+TEST(JsonSchemaTest, StringsWithEscapesLengthsAndFormats) {
+  auto g = Compile(json::parse(R"({"type":"string"})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"("a\"b\\c\n\u00e9\/")").sentence);
+  EXPECT_TRUE(Check(g, "\"caf\xC3\xA9 \xF0\x9F\x98\x80\"").sentence);
+  EXPECT_FALSE(Check(g, "\"a\nb\"").prefix);  // a raw newline is not JSON
+  EXPECT_FALSE(Check(g, R"("\x")").prefix);   // not a JSON escape
+  EXPECT_FALSE(Check(g, R"("\u12g)").prefix);
+  auto len = Compile(json::parse(R"({"type":"string","minLength":2,"maxLength":3})"));
+  ASSERT_TRUE(len);
+  EXPECT_FALSE(Check(len, R"("a")").sentence);
+  EXPECT_TRUE(Check(len, R"("ab")").sentence);
+  EXPECT_TRUE(Check(len, R"("a\nc")").sentence);  // an escape is one character
+  EXPECT_FALSE(Check(len, R"("abcd)").prefix);
+  auto date = Compile(json::parse(R"({"type":"string","format":"date-time"})"));
+  ASSERT_TRUE(date);
+  EXPECT_TRUE(Check(date, R"("2026-12-02T18:54:59Z")").sentence);
+  EXPECT_TRUE(Check(date, R"("2026-12-02T18:54:59.123+01:00")").sentence);
+  EXPECT_FALSE(Check(date, R"("2026-13)").prefix);
+  auto uuid = Compile(json::parse(R"({"format":"uuid"})"));
+  ASSERT_TRUE(uuid);
+  EXPECT_TRUE(Check(uuid, R"("123e4567-e89b-12d3-a456-426614174000")").sentence);
+  EXPECT_FALSE(Check(uuid, R"("123e4567e)").prefix);
+}
+
+TEST(JsonSchemaTest, RefsDefsAndRecursion) {
+  auto g = Compile(json::parse(R"({
+    "$defs": {"node": {"type": "object",
+                       "properties": {"v": {"type": "integer"},
+                                      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                       "required": ["v"]}},
+    "$ref": "#/$defs/node"})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})").sentence);
+  EXPECT_FALSE(Check(g, R"({"v":1,"kids":[{"w")").prefix);
+  auto draft7 = Compile(json::parse(
+      R"({"definitions":{"x":{"type":"boolean"}},"type":"array","items":{"$ref":"#/definitions/x"}})"));
+  ASSERT_TRUE(draft7);
+  EXPECT_TRUE(Check(draft7, "[true,false]").sentence);
+}
+
+TEST(JsonSchemaTest, TypeListsNullableAllOfAndEmptySchemas) {
+  auto g = Compile(json::parse(R"({"type":["integer","null"]})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "null").sentence);
+  EXPECT_TRUE(Check(g, "-4").sentence);
+  EXPECT_FALSE(Check(g, "\"").prefix);
+  auto n = Compile(json::parse(R"({"type":"string","nullable":true})"));
+  ASSERT_TRUE(n);
+  EXPECT_TRUE(Check(n, "null").sentence);
+  auto all = Compile(json::parse(R"({"allOf":[
+      {"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
+      {"properties":{"b":{"type":"boolean"}},"required":["b"]}]})"));
+  ASSERT_TRUE(all);
+  EXPECT_TRUE(Check(all, R"({"a":1,"b":true})").sentence);
+  EXPECT_FALSE(Check(all, R"({"a":1})").sentence);
+  auto any = Compile(json::object());
+  ASSERT_TRUE(any);
+  EXPECT_TRUE(Check(any, R"([1,"x",{"y":null}])").sentence);
+}
+
+TEST(JsonSchemaTest, UnsupportedKeywordsAreRefusedByName) {
+  EXPECT_EQ(ErrorOf(json::parse(R"({"type":"string","pattern":"^a"})")),
+            "JSON schema: keyword 'pattern' is not supported (regular expressions are not "
+            "compiled yet) at /");
+  EXPECT_NE(
+      ErrorOf(json::parse(R"({"type":"object","properties":{"n":{"type":"number","minimum":0}}})"))
+          .find("'minimum' is not supported at /properties/n"),
+      std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"array","uniqueItems":true})")).find("uniqueItems"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"not":{"type":"string"}})")).find("'not'"), std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"$ref":"http://x/y.json"})")).find("not local"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"$ref":"#/$defs/missing"})")).find("does not resolve"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"object","required":["x"]})")).find("not declared"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"strin"})")).find("unknown type 'strin'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"enum":[]})")).find("non-empty"), std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse("false")).find("admits no value"), std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse("3")).find("must be an object or a boolean"), std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"array","maxItems":99999})")).find("over 4096"),
+            std::string::npos);
+}
+
+TEST(JsonSchemaTest, AnnotationsAreIgnored) {
+  auto g = Compile(json::parse(R"({"$schema":"https://json-schema.org/draft/2020-12/schema",
+      "title":"T","description":"d","type":"boolean","default":true,"examples":[false]})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "true").sentence);
+}
+
+TEST(JsonSchemaTest, JsonObjectModeAndChoices) {
+  auto g = ParseGbnf(JsonObjectGbnf());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto gp = std::make_shared<const Grammar>(std::move(g).value());
+  EXPECT_TRUE(Check(gp, R"({"a":[1,2,{"b":"c"}],"d":-1.5e3,"e":null,"f":true})").sentence);
+  EXPECT_FALSE(Check(gp, "[").prefix);  // the root is an object
+  auto c = ChoiceGbnf({"yes", "no", "a \"quoted\" one"});
+  ASSERT_TRUE(c.ok());
+  auto cg = testing::MustParse(*c);
+  ASSERT_TRUE(cg);
+  EXPECT_TRUE(Check(cg, "a \"quoted\" one").sentence);
+  EXPECT_FALSE(Check(cg, "maybe").prefix);
+  EXPECT_FALSE(ChoiceGbnf({}).ok());
+}
+
+}  // namespace
+}  // namespace unmask::grammar
