@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/rng.h"
@@ -131,8 +132,14 @@ bool ArDecoder::Commit(int32_t t, std::span<const float> row, ArStepResult* resu
   }
   tokens_.push_back(t);
   result->tokens.push_back(t);
+  if (constraint_ != nullptr && (!constraint_->Accept(t).ok() || constraint_->Complete())) {
+    // Accept cannot fail for a token drawn from the masked row; Complete: nothing may follow.
+    finish_ = ArFinish::kStopped;
+  }
   const int64_t generated = static_cast<int64_t>(tokens_.size()) - prompt_length_;
-  if (!params_.ignore_eos && (t == ids_.eos || t == ids_.eot) && t >= 0) {
+  if (finish_ != ArFinish::kNone) {
+    // ended by the constraint
+  } else if (!params_.ignore_eos && (t == ids_.eos || t == ids_.eot) && t >= 0) {
     finish_ = ArFinish::kEos;
   } else if (params_.n_predict >= 0 && generated >= params_.n_predict) {
     finish_ = ArFinish::kLength;
@@ -140,6 +147,26 @@ bool ArDecoder::Commit(int32_t t, std::span<const float> row, ArStepResult* resu
     finish_ = ArFinish::kContext;
   }
   return finish_ == ArFinish::kNone;
+}
+
+std::span<const float> ArDecoder::MaskedRow(std::span<const float> row) {
+  if (constraint_ == nullptr) return row;
+  const std::span<const uint8_t> allowed = constraint_->Allowed();
+  masked_.assign(row.begin(), row.end());
+  bool any = false;
+  const size_t n = std::min(masked_.size(), allowed.size());
+  for (size_t v = 0; v < n; ++v) {
+    if (allowed[v] == 0) {
+      masked_[v] = -std::numeric_limits<float>::infinity();
+    } else {
+      any = true;
+    }
+  }
+  for (size_t v = n; v < masked_.size(); ++v) {  // ids the constraint's vocabulary lacks
+    masked_[v] = -std::numeric_limits<float>::infinity();
+  }
+  if (!any) return {};
+  return masked_;
 }
 
 Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
@@ -165,7 +192,12 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
   for (int64_t i = 0; i <= k; ++i) {
     const std::span<const float> row(logits.as<float>() + i * vocab_size_,
                                      static_cast<size_t>(vocab_size_));
-    const TokenDistribution p = sampler_.Distribution(row, history_);
+    const std::span<const float> sample_row = MaskedRow(row);
+    if (sample_row.empty()) {  // the grammar allows nothing more: end here
+      finish_ = ArFinish::kStopped;
+      break;
+    }
+    const TokenDistribution p = sampler_.Distribution(sample_row, history_);
     const uint32_t position = static_cast<uint32_t>(tokens_.size());
     if (i == k) {  // every draft accepted (or none): draw from p
       const int32_t t =

@@ -28,6 +28,7 @@
 #include "decode/drafter.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
+#include "sampling/token_constraint.h"
 
 namespace unmask {
 
@@ -111,11 +112,24 @@ class ArDecoder final : public Decoder {
   const SpeculativeStats& speculative() const { return spec_; }
   const ArParams& params() const { return params_; }
   std::span<const TokenLogprob> logprobs() const override { return logprobs_; }
+  // Grammar-constrained sampling: before the sampling chain (penalties, top-k, top-p, ...) every
+  // token `constraint` does not allow gets logit -inf, and each committed token (accepted drafts
+  // included) is passed to it; a speculative draft the grammar refuses has p = 0 and is
+  // rejected. The generation ends with finish kStopped when the constraint is Complete() or
+  // allows nothing. Log-probabilities (logprobs) are the model's, before the mask (as vLLM
+  // reports them by default). Only before the first Plan(); null removes it.
+  void SetConstraint(std::unique_ptr<TokenConstraint> constraint) {
+    constraint_ = std::move(constraint);
+  }
+  const TokenConstraint* constraint() const { return constraint_.get(); }
 
  private:
   ArDecoder() = default;
   // Appends `t` (drawn from logits `row`), updates finish_; false when generation has ended.
   bool Commit(int32_t t, std::span<const float> row, ArStepResult* result);
+  // The row the sampling chain sees: `row` itself, or a copy with the tokens the constraint
+  // refuses at -inf. Empty when the constraint allows nothing.
+  std::span<const float> MaskedRow(std::span<const float> row);
 
   ArParams params_;
   ArTokenIds ids_;
@@ -139,6 +153,8 @@ class ArDecoder final : public Decoder {
   std::vector<int32_t> rows_;
   BatchPlan plan_;
   std::vector<int32_t> history_;  // scratch: tokens + accepted drafts for the penalties
+  std::unique_ptr<TokenConstraint> constraint_;
+  std::vector<float> masked_;  // scratch: the constrained row
 };
 
 }  // namespace unmask

@@ -258,6 +258,14 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
     return InvalidArgumentError("Dream's sampler needs a Dream model; " + Describe(model) +
                                 " is not one");
   }
+  if (o.make_constraint && out.kind != DecoderKind::kAr) {
+    // Never just listed as unused: an unconstrained answer is not what was asked for.
+    return InvalidArgumentError(
+        o.constraint_label +
+        " (grammar-constrained sampling) needs an autoregressive model: constrained unmasking "
+        "for diffusion decoding is not implemented, and " +
+        Describe(model) + " is a diffusion model");
+  }
   // Parameters of another model kind or sampler.
   const bool flags = FlagStyle(o);
   const std::string dream_sampler_only =
@@ -365,6 +373,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
           ArDecoder d, ArDecoder::Create(out.ar, ArTokenIds{model.ids.eos, model.ids.eot}, prompt,
                                          c.context_length, c.vocab_size, drafter, o.kv_seq));
       if (lookup) d.AdoptDrafter(std::move(lookup));
+      if (o.make_constraint) d.SetConstraint(o.make_constraint());
       out.decoder = std::make_unique<ArDecoder>(std::move(d));
       return out;
     }

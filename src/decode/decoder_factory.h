@@ -17,6 +17,7 @@
 #define UNMASK_DECODE_DECODER_FACTORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -115,6 +116,11 @@ struct DecodeOptions {
   // context_length; a smaller value caps prompt + output; a larger one is refused (InvalidArgument:
   // unmask does not extend a model's context).
   int64_t context_length = 0;
+  // Grammar-constrained sampling (ArDecoder::SetConstraint): called once per decoder built (each
+  // of n choices gets its own state); empty = none. AR models only: any other decoder is refused
+  // with an InvalidArgument naming `constraint_label` (constrained unmasking is not implemented).
+  std::function<std::unique_ptr<TokenConstraint>()> make_constraint;
+  std::string constraint_label = "grammar";  // how the caller asked for it: "response_format", ...
 };
 
 // True when `name` is in `options.given`.
@@ -176,7 +182,8 @@ DecoderKind SelectDecoder(const ModelConfig& config, const DecodeOptions& option
 // Errors: InvalidArgument for a parameter of another model kind, sampler or rule (refuse_unused),
 // invalid values (the decoders' Create errors), max_tokens < 1 for diffusion or < -1 for AR, a
 // fixed-rule `steps` beyond the context length (the most forwards a request may take);
-// OutOfRange when the prompt plus max_tokens (AR) or the canvas (diffusion) exceed the context.
+// OutOfRange when the prompt plus max_tokens (AR) or the canvas (diffusion) exceed the context;
+// InvalidArgument for make_constraint on a non-AR decoder.
 StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const int32_t> prompt,
                                    const DecodeOptions& options);
 

@@ -63,9 +63,11 @@ void Scheduler::Step(ModelState& ms) {
     // computed.
     if (a.text->complete() && !d.Done()) d.Stop();
     if (d.Done()) {
-      const FinishReason r = a.text->complete()                 ? a.text->finish()
-                             : d.finish() == DecodeFinish::kEos ? FinishReason::kStop
-                                                                : FinishReason::kLength;
+      // kStopped without a complete text: the decoder's grammar constraint ended the output.
+      const bool stopped = d.finish() == DecodeFinish::kEos || d.finish() == DecodeFinish::kStopped;
+      const FinishReason r = a.text->complete() ? a.text->finish()
+                             : stopped          ? FinishReason::kStop
+                                                : FinishReason::kLength;
       Finish(ms, a, r);
     }
   }

@@ -8,12 +8,13 @@
 namespace unmask {
 
 TextStream::TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop,
-                       int64_t max_tokens, bool ignore_eos, TokenId previous)
+                       int64_t max_tokens, bool ignore_eos, TokenId previous, bool verbatim)
     : tok_(tokenizer),
       stop_(std::move(stop)),
       max_tokens_(std::max<int64_t>(max_tokens, 1)),
       ignore_eos_(ignore_eos),
-      previous_(previous) {}
+      previous_(previous),
+      verbatim_(verbatim) {}
 
 std::string TextStream::Update(std::span<const int32_t> tokens, bool no_more) {
   if (complete_) return "";
@@ -29,15 +30,16 @@ std::string TextStream::Update(std::span<const int32_t> tokens, bool no_more) {
       }
     }
   }
-  text_ = tok_.DecodeContinuation(previous_, tokens.first(text_end), /*skip_special=*/true);
+  text_ =
+      tok_.DecodeContinuation(previous_, tokens.first(text_end), /*skip_special=*/true, !verbatim_);
   kept_tokens_ = static_cast<int64_t>(eos ? text_end + 1 : n);
   const size_t at = FindStopString(text_, stop_);
   if (at != std::string::npos) {
     text_.resize(at);
     // The shortest token prefix whose text contains the stop string (a step may commit more).
     for (size_t k = 1; k <= text_end; ++k) {
-      if (FindStopString(tok_.DecodeContinuation(previous_, tokens.first(k), true), stop_) !=
-          std::string::npos) {
+      if (FindStopString(tok_.DecodeContinuation(previous_, tokens.first(k), true, !verbatim_),
+                         stop_) != std::string::npos) {
         kept_tokens_ = static_cast<int64_t>(k);
         break;
       }

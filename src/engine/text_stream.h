@@ -21,8 +21,10 @@ class TextStream {
   // `tokenizer` must outlive this. max_tokens >= 1. `previous`: the last prompt token (kNoToken
   // when there is none); the text is decoded as its continuation (Tokenizer::DecodeContinuation:
   // a SentencePiece model's leading space is kept unless the prompt is only BOS).
+  // `verbatim`: no clean-up of spaces (the text is the tokens' bytes, as a grammar constraint
+  // matched them).
   TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop, int64_t max_tokens,
-             bool ignore_eos = false, TokenId previous = kNoToken);
+             bool ignore_eos = false, TokenId previous = kNoToken, bool verbatim = false);
 
   // `tokens`: the final generated tokens so far (a growing sequence: each call's tokens extend the
   // previous call's). `no_more`: generation has ended. Returns the text not yet returned.
@@ -43,6 +45,7 @@ class TextStream {
   int64_t max_tokens_;
   bool ignore_eos_;
   TokenId previous_;
+  bool verbatim_;
   bool complete_ = false;
   FinishReason finish_ = FinishReason::kLength;
   int64_t kept_tokens_ = 0;

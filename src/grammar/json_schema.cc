@@ -253,6 +253,27 @@ class Compiler {
     return "( " + parts[0] + " | " + parts[1] + " )";
   }
 
+  // A pair of non-negative integer bounds (minLength/maxLength, minItems/maxItems) into *min
+  // (default 0) and *max (-1: none), each at most kMaxItems, max >= min.
+  Status Bounds(const json& s, const char* min_key, const char* max_key, const char* what,
+                const std::string& ptr, int64_t* min, int64_t* max) const {
+    for (const char* key : {min_key, max_key}) {
+      if (!s.contains(key)) continue;
+      if (!s.at(key).is_number_integer() || s.at(key).get<int64_t>() < 0) {
+        return Error(std::string("'") + key + "' must be a non-negative integer", ptr);
+      }
+      (key == min_key ? *min : *max) = s.at(key).get<int64_t>();
+    }
+    if (*min > kMaxItems || *max > kMaxItems) {
+      return Error(std::string(what) + " over " + std::to_string(kMaxItems) + " are not supported",
+                   ptr);
+    }
+    if (*max >= 0 && *max < *min) {
+      return Error(std::string(max_key) + " is below " + min_key, ptr);
+    }
+    return Status::Ok();
+  }
+
   StatusOr<std::string> String(const json& s, const std::string& ptr) {
     UNMASK_RETURN_IF_ERROR(
         CheckKeys(s, {"type", "minLength", "maxLength", "format", "nullable"}, ptr));
@@ -270,17 +291,7 @@ class Compiler {
       // Other formats are annotations (JSON Schema 2020-12 §7.2): a plain string.
     }
     int64_t min = 0, max = -1;
-    for (const char* key : {"minLength", "maxLength"}) {
-      if (!s.contains(key)) continue;
-      if (!s.at(key).is_number_integer() || s.at(key).get<int64_t>() < 0) {
-        return Error(std::string("'") + key + "' must be a non-negative integer", ptr);
-      }
-      (std::string(key) == "minLength" ? min : max) = s.at(key).get<int64_t>();
-    }
-    if (min > kMaxItems || max > kMaxItems) {
-      return Error("string lengths over " + std::to_string(kMaxItems) + " are not supported", ptr);
-    }
-    if (max >= 0 && max < min) return Error("maxLength is below minLength", ptr);
+    UNMASK_RETURN_IF_ERROR(Bounds(s, "minLength", "maxLength", "string lengths", ptr, &min, &max));
     if (min == 0 && max < 0) return std::string("json-string");
     std::string rep = "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
     return "( \"\\\"\" json-char" + rep + " \"\\\"\" )";
@@ -294,17 +305,7 @@ class Compiler {
       return Error("'uniqueItems': true is not supported (a grammar cannot exclude repeats)", ptr);
     }
     int64_t min = 0, max = -1;
-    for (const char* key : {"minItems", "maxItems"}) {
-      if (!s.contains(key)) continue;
-      if (!s.at(key).is_number_integer() || s.at(key).get<int64_t>() < 0) {
-        return Error(std::string("'") + key + "' must be a non-negative integer", ptr);
-      }
-      (std::string(key) == "minItems" ? min : max) = s.at(key).get<int64_t>();
-    }
-    if (min > kMaxItems || max > kMaxItems) {
-      return Error("array sizes over " + std::to_string(kMaxItems) + " are not supported", ptr);
-    }
-    if (max >= 0 && max < min) return Error("maxItems is below minItems", ptr);
+    UNMASK_RETURN_IF_ERROR(Bounds(s, "minItems", "maxItems", "array sizes", ptr, &min, &max));
     std::vector<std::string> prefix;
     if (s.contains("prefixItems")) {
       if (!s.at("prefixItems").is_array()) return Error("'prefixItems' must be an array", ptr);

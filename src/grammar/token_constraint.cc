@@ -159,4 +159,12 @@ Status GrammarConstraint::Accept(int32_t token) {
   return Status::Ok();
 }
 
+std::function<std::unique_ptr<TokenConstraint>()> ConstraintMaker(
+    std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> vocab,
+    std::string name) {
+  return [grammar = std::move(grammar), vocab = std::move(vocab), name = std::move(name)] {
+    return std::make_unique<GrammarConstraint>(grammar, vocab, name);
+  };
+}
+
 }  // namespace unmask::grammar

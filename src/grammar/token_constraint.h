@@ -15,6 +15,7 @@
 #ifndef UNMASK_GRAMMAR_TOKEN_CONSTRAINT_H_
 #define UNMASK_GRAMMAR_TOKEN_CONSTRAINT_H_
 
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -78,6 +79,12 @@ class GrammarConstraint final : public TokenConstraint {
   int64_t walks_ = 0;
   int64_t cache_hits_ = 0;
 };
+
+// A maker of fresh GrammarConstraints over the shared `grammar` and `vocab` (one per decoder:
+// DecodeOptions::make_constraint).
+std::function<std::unique_ptr<TokenConstraint>()> ConstraintMaker(
+    std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> vocab,
+    std::string name);
 
 }  // namespace unmask::grammar
 

@@ -150,9 +150,11 @@ class Tokenizer {
   // piece is kept unless `previous` is kNoToken or BOS. This is llama2.c's decode(prev, token)
   // (the space is stripped only after BOS) and what llama.cpp prints per generated token, so that
   // prompt text + continuation text is the text of the whole sequence ("Lily went." + " They").
-  // Byte-level BPE vocabularies (no space prefix) decode as Decode does. Thread-safe.
+  // Byte-level BPE vocabularies (no space prefix) decode as Decode does. clean_spaces false:
+  // no clean_up_tokenization_spaces, so the text is the tokens' bytes (TokenBytes) exactly, as a
+  // grammar constraint matched them. Thread-safe.
   virtual std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
-                                         bool skip_special) const = 0;
+                                         bool skip_special, bool clean_spaces = true) const = 0;
   // The bytes token `id` adds in the middle of a sequence: its piece as Decode renders it (byte
   // tokens as their byte, SentencePiece's space marker as a space), with no leading space removed
   // and no clean-up of spaces; "" for control tokens, unused tokens and ids out of range. What a

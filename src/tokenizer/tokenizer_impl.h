@@ -145,8 +145,8 @@ class VocabTokenizer : public Tokenizer {
                               bool parse_special) const override;
   std::string Decode(std::span<const TokenId> ids, bool skip_special) const override;
   std::string TokenBytes(TokenId id) const override;
-  std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
-                                 bool skip_special) const override;
+  std::string DecodeContinuation(TokenId previous, std::span<const TokenId> ids, bool skip_special,
+                                 bool clean_spaces = true) const override;
   std::string_view TokenText(TokenId id) const override;
   bool IsControl(TokenId id) const override;
   TokenId FindToken(std::string_view text) const override;
@@ -209,8 +209,8 @@ class VocabTokenizer : public Tokenizer {
   // tokens only when render_special; unused placeholders have no text.
   void AppendHfPiece(TokenId id, bool render_special, std::string* out) const;
   // Decode with the SentencePiece leading space of the first piece dropped or kept.
-  std::string DecodeImpl(std::span<const TokenId> ids, bool skip_special,
-                         bool remove_leading_space) const;
+  std::string DecodeImpl(std::span<const TokenId> ids, bool skip_special, bool remove_leading_space,
+                         bool clean_spaces = true) const;
 };
 
 // tokenizer.ggml.model = "llama": SentencePiece BPE over scores (llama.cpp llm_tokenizer_spm).

@@ -410,13 +410,13 @@ std::string VocabTokenizer::TokenBytes(TokenId id) const {
 }
 
 std::string VocabTokenizer::DecodeContinuation(TokenId previous, std::span<const TokenId> ids,
-                                               bool skip_special) const {
+                                               bool skip_special, bool clean_spaces) const {
   const bool after_bos = previous == kNoToken || (previous >= 0 && previous == special_.bos);
-  return DecodeImpl(ids, skip_special, add_space_prefix_ && after_bos);
+  return DecodeImpl(ids, skip_special, add_space_prefix_ && after_bos, clean_spaces);
 }
 
 std::string VocabTokenizer::DecodeImpl(std::span<const TokenId> ids, bool skip_special,
-                                       bool remove_leading_space) const {
+                                       bool remove_leading_space, bool clean_spaces) const {
   std::string out;
   std::string piece;
   bool remove_space = remove_leading_space;  // the space the encoder put before the first word
@@ -431,7 +431,7 @@ std::string VocabTokenizer::DecodeImpl(std::span<const TokenId> ids, bool skip_s
     }
     remove_space = false;
   }
-  if (clean_spaces_) CleanSpaces(&out);
+  if (clean_spaces_ && clean_spaces) CleanSpaces(&out);
   return out;
 }
 

@@ -11,26 +11,12 @@
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "test_util.h"
+#include "vocab_util.h"
 
 namespace unmask::grammar {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-const Tokenizer* LoadVocab(const std::string& path) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto it = cache.find(path);
-  if (it != cache.end()) return it->second.get();
-  auto file = gguf::GgufFile::Open(path);
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return nullptr;
-  auto tok = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
-  if (!tok.ok()) return nullptr;
-  std::unique_ptr<Tokenizer>& slot = cache[path];
-  slot = std::move(tok).value();
-  return slot.get();
-}
 
 std::shared_ptr<const Grammar> FromSchema(const std::string& schema) {
   auto gbnf = JsonSchemaToGbnf(json::parse(schema));
@@ -109,25 +95,13 @@ const char* kSchema = R"({
   },
   "required": ["name", "mood"]})";
 
-class TokenConstraintTest : public ::testing::TestWithParam<const char*> {
- protected:
-  const Tokenizer* Vocab() {
-    const std::string name = std::string("vocab/ggml-vocab-") + GetParam() + ".gguf";
-    auto path = testing::FindSharedData(name);
-    if (!path) return nullptr;
-    return LoadVocab(*path);
-  }
-};
+class TokenConstraintTest : public ::testing::TestWithParam<const char*> {};
 
 // At every step of random constrained walks, the trie walk's mask equals the brute-force check
 // of every token (so no valid token is masked and no invalid one allowed), and the finished text
 // parses as JSON and satisfies the schema.
 TEST_P(TokenConstraintTest, MaskEqualsBruteForceAndOutputsAreValid) {
-  const Tokenizer* tok = Vocab();
-  if (tok == nullptr) {
-    if (testing::InCi()) FAIL() << "shared vocabulary missing under CI";
-    GTEST_SKIP() << "SKIPPED: ../shared/data/vocab not found";
-  }
+  UNMASK_REQUIRE_VOCAB(tok, GetParam());
   auto trie = VocabTrie::Build(*tok);
   auto g = FromSchema(kSchema);
   ASSERT_TRUE(g);
@@ -187,11 +161,7 @@ TEST_P(TokenConstraintTest, MaskEqualsBruteForceAndOutputsAreValid) {
 // can be driven through every branch (each enum value, optional properties present and absent,
 // both anyOf branches, escapes, multi-byte characters).
 TEST_P(TokenConstraintTest, EveryBranchCanBeGenerated) {
-  const Tokenizer* tok = Vocab();
-  if (tok == nullptr) {
-    if (testing::InCi()) FAIL() << "shared vocabulary missing under CI";
-    GTEST_SKIP() << "SKIPPED: ../shared/data/vocab not found";
-  }
+  UNMASK_REQUIRE_VOCAB(tok, GetParam());
   auto trie = VocabTrie::Build(*tok);
   auto g = FromSchema(kSchema);
   ASSERT_TRUE(g);
@@ -215,12 +185,24 @@ TEST_P(TokenConstraintTest, EveryBranchCanBeGenerated) {
   }
 }
 
+// The text a constrained request returns is what the grammar matched: DecodeContinuation without
+// the clean-up of spaces equals the tokens' bytes, even where the clean-up would change them
+// (" ," -> "," on byte-level BPE vocabularies would break `"a" , "b"`).
+TEST_P(TokenConstraintTest, VerbatimTextIsTheTokensBytes) {
+  UNMASK_REQUIRE_VOCAB(tok, GetParam());
+  auto trie = VocabTrie::Build(*tok);
+  const std::string text = R"({"a" , "b" :"I 'm here ." , "c" : [1 , 2] })";
+  const std::vector<TokenId> ids = tok->Encode(text, false, false);
+  std::string bytes;
+  for (TokenId id : ids) bytes += trie->token_bytes[static_cast<size_t>(id)];
+  // After a non-BOS token (a continuation): nothing is dropped or cleaned.
+  const TokenId previous = ids.front();
+  EXPECT_EQ(tok->DecodeContinuation(previous, ids, true, /*clean_spaces=*/false), bytes);
+  EXPECT_NE(bytes.find("\" ,"), std::string::npos);
+}
+
 TEST_P(TokenConstraintTest, EndTokensOnlyWhenTheTextIsComplete) {
-  const Tokenizer* tok = Vocab();
-  if (tok == nullptr) {
-    if (testing::InCi()) FAIL() << "shared vocabulary missing under CI";
-    GTEST_SKIP() << "SKIPPED: ../shared/data/vocab not found";
-  }
+  UNMASK_REQUIRE_VOCAB(tok, GetParam());
   auto trie = VocabTrie::Build(*tok);
   auto g = ParseGbnf("root ::= [0-9]+\n");
   ASSERT_TRUE(g.ok());

@@ -146,8 +146,6 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
   ASSERT_TRUE(top_alone);
   EXPECT_EQ(top_alone->param, "top_logprobs");
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {R"("response_format":{"type":"json_object"})", "response_format"},
-      {R"("response_format":{"type":"json_schema","json_schema":{}})", "response_format"},
       {R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
       {R"("tool_choice":"required")", "tool_choice"},
       {R"("logit_bias":{"50256":-100})", "logit_bias"},

@@ -195,6 +195,95 @@ def t_logprobs(url, client):
           error_message(e)[0])
 
 
+# Structured output: each schema uses keywords the compiler supports (nesting, enums, arrays,
+# numbers, strings with escapes); string and array bounds keep the tiny model's texts short
+# enough to finish within max_tokens.
+JSON_CASES = [
+    ("A character as JSON:", {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 12},
+                       "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                       "mood": {"enum": ["happy", "sad", "n/a"]}},
+        "required": ["name", "age", "mood"]}),
+    ("A list of toys:", {
+        "type": "object",
+        "properties": {"toys": {"type": "array", "maxItems": 3,
+                                "items": {"type": "string", "maxLength": 8}},
+                       "count": {"type": "number"}},
+        "required": ["toys"]}),
+    ("Nested:", {
+        "type": "object",
+        "properties": {"pet": {"type": "object",
+                               "properties": {"kind": {"const": "cat"},
+                                              "legs": {"type": "integer", "minimum": 3,
+                                                       "maximum": 4},
+                                              "quote": {"type": "string", "maxLength": 6}},
+                               "required": ["kind", "legs", "quote"]},
+                       "ok": {"type": "boolean"},
+                       "note": {"anyOf": [{"type": "null"}, {"type": "integer"}]}},
+        "required": ["pet", "ok", "note"]}),
+]
+
+
+def t_structured_output(url, client):
+    """JSON mode and JSON schemas through grammar-constrained sampling: on every prompt of the set,
+    every spelling (OpenAI response_format, llama-server json_schema, vLLM guided_json) and several
+    seeds, the text parses and the independent jsonschema validator accepts it; json_object gives
+    an object; guided_choice and grammar give one of their strings; a diffusion model refuses."""
+    import jsonschema
+    for prompt, schema in JSON_CASES:
+        spellings = [
+            {"response_format": {"type": "json_schema",
+                                 "json_schema": {"name": "case", "schema": schema,
+                                                 "strict": True}}},
+            {"json_schema": schema},
+            {"guided_json": schema}]
+        for seed, extra in enumerate(spellings):
+            r = client.completions.create(model=AR_ID, prompt=prompt, max_tokens=200,
+                                          temperature=0.8, seed=seed, extra_body=extra)
+            text = r.choices[0].text
+            try:
+                value = json.loads(text)
+                jsonschema.validate(value, schema)
+                valid = ""
+            except (ValueError, jsonschema.ValidationError) as e:
+                valid = str(e)[:200]
+            check(not valid and r.choices[0].finish_reason == "stop",
+                  f"{list(extra)[0]} seed {seed}: the text is valid for the schema ({prompt!r})",
+                  f"{text!r}: {valid} finish {r.choices[0].finish_reason}")
+    c = client.chat.completions.create(model=AR_ID, max_tokens=200, temperature=0.7, seed=3,
+                                       response_format={"type": "json_object"},
+                                       messages=[{"role": "user", "content": "Reply in JSON."}])
+    try:
+        obj = json.loads(c.choices[0].message.content)
+    except ValueError:
+        obj = None
+    check(isinstance(obj, dict) or c.choices[0].finish_reason == "length",
+          "chat json_object: a JSON object (or cut by max_tokens)",
+          repr(c.choices[0].message.content)[:300])
+    for seed in range(4):
+        r = client.completions.create(model=AR_ID, prompt="Colour:", max_tokens=20, seed=seed,
+                                      temperature=1.0,
+                                      extra_body={"guided_choice": ["red", "green", "blue"]})
+        check(r.choices[0].text in ("red", "green", "blue"), f"guided_choice seed {seed}",
+              repr(r.choices[0].text))
+    r = client.completions.create(model=AR_ID, prompt="Count:", max_tokens=20, temperature=0,
+                                  extra_body={"grammar": 'root ::= [1-9] [0-9]? " apples"'})
+    check(re.fullmatch(r"[1-9][0-9]? apples", r.choices[0].text) is not None,
+          "grammar (GBNF): the text is in the language", repr(r.choices[0].text))
+    e = expect_status(lambda: client.completions.create(
+        model=LLADA_ID, prompt="x", max_tokens=8,
+        extra_body={"response_format": {"type": "json_object"}}), openai.BadRequestError, 400)
+    check("constrained" in error_message(e)[0] and error_message(e)[1].get("param") == "response_format",
+          "response_format on a diffusion model -> 400 naming it", str(error_message(e)))
+    e = expect_status(lambda: client.completions.create(
+        model=AR_ID, prompt="x", max_tokens=8,
+        extra_body={"guided_json": {"type": "string", "pattern": "^a$"}}),
+        openai.BadRequestError, 400)
+    check("pattern" in error_message(e)[0], "an unsupported schema keyword -> 400 naming it",
+          str(error_message(e)))
+
+
 def pick_stop(text):
     """A stop string that occurs in text, after its start: ' word' of a word from the middle."""
     words = [m for m in re.finditer(r" [A-Za-z]{3,}", text) if m.start() >= 4]
@@ -443,8 +532,7 @@ def t_errors(url, client):
     # model's decoder does not use is a 400 naming it.
     for extra, param, code in (({"frobnicate": 3}, "frobnicate", "unknown_parameter"),
                                ({"max_token": 3}, "max_token", "unknown_parameter"),
-                               ({"response_format": {"type": "json_object"}}, "response_format",
-                                "unsupported_parameter"),
+                               ({"guided_regex": "a+"}, "guided_regex", "unsupported_parameter"),
                                ({"tools": [{"type": "function", "function": {"name": "f"}}]},
                                 "tools", "unsupported_parameter"),
                                ({"logit_bias": {"5": 3}}, "logit_bias", "unsupported_parameter")):
@@ -619,7 +707,7 @@ def t_cancel_timeout(url, client):
 
 
 TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_determinism, t_seed,
-         t_n_and_echo, t_logprobs,
+         t_n_and_echo, t_logprobs, t_structured_output,
          t_stop, t_chat, t_streaming, t_extensions, t_errors, t_tokenize, t_metrics,
          t_cancel_stream, t_cancel_timeout]
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../test_util.h"
+#include "../vocab_util.h"
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,6 +22,7 @@ namespace unmask {
 namespace {
 
 using Ids = std::vector<TokenId>;
+using testing::LoadVocab;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -68,22 +70,6 @@ std::string Show(const Ids& ids) {
   std::string s;
   for (TokenId id : ids) s += " " + std::to_string(id);
   return s;
-}
-
-// Loaded once per process: the gpt-2 vocabulary has 50k tokens and 50k merges.
-const Tokenizer* LoadVocab(const std::string& path) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto it = cache.find(path);
-  if (it != cache.end()) return it->second.get();
-  auto file = gguf::GgufFile::Open(path);
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return nullptr;
-  auto tok = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
-  if (!tok.ok()) return nullptr;
-  std::unique_ptr<Tokenizer>& slot = cache[path];
-  slot = std::move(tok).value();
-  return slot.get();
 }
 
 class VocabVectorsTest : public ::testing::TestWithParam<const char*> {};

@@ -117,6 +117,8 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
 
   // Text of the generated tokens (end-of-generation tokens excluded), cut at a stop string;
   // streamed to stdout as it grows unless --json.
+  // Constrained output is printed as the grammar matched it: the tokens' bytes, no clean-up.
+  const bool clean_spaces = !options.make_constraint;
   std::string text;
   size_t printed = 0;
   bool stopped_by_string = false;
@@ -125,7 +127,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     std::vector<int32_t> out(d.generated().begin(), d.generated().end());
     kept_tokens = out.size();
     if (!out.empty() && tok.IsEog(out.back()) && !params.ignore_eos) out.pop_back();
-    text = tok.DecodeContinuation(previous, out, /*skip_special=*/true);
+    text = tok.DecodeContinuation(previous, out, /*skip_special=*/true, clean_spaces);
     const size_t at = FindStopString(text, cmd.ar.stop);
     if (at != std::string::npos) {
       text.resize(at);
@@ -133,8 +135,8 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
       // A speculative step may have committed tokens past the stop string: keep the shortest
       // prefix whose text contains it, which is where plain decoding stops.
       for (size_t n = 1; n <= out.size(); ++n) {
-        const std::string prefix =
-            tok.DecodeContinuation(previous, std::span<const int32_t>(out.data(), n), true);
+        const std::string prefix = tok.DecodeContinuation(
+            previous, std::span<const int32_t>(out.data(), n), true, clean_spaces);
         if (FindStopString(prefix, cmd.ar.stop) != std::string::npos) {
           kept_tokens = n;
           break;

@@ -65,13 +65,16 @@ int GenerateCommand::RunChat() const {
   bool seed_drawn = false;
   auto options_or = Options(&seed_drawn);
   if (!options_or.ok()) return FailWith(kWho, options_or.status());
-  const DecodeOptions flags_options = *std::move(options_or);
+  DecodeOptions flags_options = *std::move(options_or);
   auto session_or = Load();
   if (!session_or.ok()) return FailWith(kWho, session_or.status());
   Engine& engine = *session_or->engine;
   const LoadedModel& loaded = engine.model(session_or->index);
   const Tokenizer& tok = *loaded.tokenizer;
   const ModelConfig& config = loaded.model->config();
+  if (Status st = constraint.Apply(tok, config.needs_mask_token(), &flags_options); !st.ok()) {
+    return FailWith(kWho, st);
+  }
   if (tok.chat_template().empty()) {
     return FailWith(kWho, FailedPreconditionError(
                               session_or->path +

@@ -116,6 +116,7 @@ void GenerateCommand::AddTo(CLI::App& app) {
   diffusion.AddTo(app);
   ar.AddTo(app);
   dream.AddTo(app);
+  constraint.AddTo(app);
   if (chat_mode) return;
   auto* chat_flag = app.add_flag("--chat", chat,
                                  "wrap the prompt in the model's chat template as one user "
@@ -267,6 +268,9 @@ int GenerateCommand::Run() const {
     ids = *std::move(encoded);
   }
   const double tokenize_ms = MsSince(tok_start);
+  if (Status st = constraint.Apply(tok, m.config().needs_mask_token(), &options); !st.ok()) {
+    return FailWith(kWho, st);
+  }
   if (Status st = SettleUntilDone(m.config(), path, static_cast<int64_t>(ids.size()), &options);
       !st.ok()) {
     return FailWith(kWho, st);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/ar_args.h"
+#include "common/constraint_args.h"
 #include "common/dream_args.h"
 #include "common/model_args.h"
 #include "decode/decoder_factory.h"
@@ -23,8 +24,9 @@ struct GenerateCommand {
   DiffusionArgs diffusion;
   ArArgs ar;
   DreamArgs dream;
-  std::string prompt;       // -p ("-": standard input)
-  std::string prompt_file;  // -f
+  ConstraintArgs constraint;  // --grammar, -j/--json-schema, ...
+  std::string prompt;         // -p ("-": standard input)
+  std::string prompt_file;    // -f
   std::string prompt_ids;
   std::string system;    // --system: the chat template's system message
   int64_t ctx_size = 0;  // -c: the context the run may use (0: the model's)

@@ -2,6 +2,7 @@
 
 #include "common/suggest.h"
 #include "decode/dream_params.h"
+#include "server/api_constraint.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +11,6 @@
 #include <set>
 
 namespace unmask::server {
-namespace {
 
 using nlohmann::json;
 
@@ -22,13 +22,14 @@ ApiError Bad(const std::string& param, const std::string& message) {
   return e;
 }
 
-// A field unmask knows but cannot honour with this value (or does not know at all).
 ApiError Unsupported(const std::string& param, const std::string& message,
-                     const std::string& code = "unsupported_parameter") {
+                     const std::string& code) {
   ApiError e = Bad(param, message);
   e.code = code;
   return e;
 }
+
+namespace {
 
 // Typed readers: absent or null -> nullopt; a wrong type or range -> an error naming the field.
 std::optional<ApiError> ReadNumber(const json& j, const char* key, double lo, double hi,
@@ -192,7 +193,9 @@ std::span<const std::string> AcceptedFields() {
         "response_format", "tools", "tool_choice", "parallel_tool_calls", "logit_bias",
         // llama-server and vLLM.
         "top_k", "min_p", "repeat_penalty", "repetition_penalty", "repeat_last_n", "ignore_eos",
-        "n_predict", "cache_prompt", "skip_special_tokens",
+        "n_predict", "cache_prompt", "skip_special_tokens", "grammar", "json_schema", "guided_json",
+        "guided_choice", "guided_grammar", "guided_regex", "guided_decoding_backend",
+        "guided_whitespace_pattern",
         // unmask: diffusion decoding, routing, deadline, streaming, speculation.
         "steps", "block_length", "remasking", "denoising_steps", "eb_threshold", "edit_threshold",
         "max_post_edit_steps", "separate_store", "small_block_size", "cache", "commit", "threshold",
@@ -334,21 +337,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   if (j.contains("suffix") && !j["suffix"].is_null()) {
     return Unsupported("suffix", "'suffix' (infilling) is not supported");
   }
-  if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
-    std::string type;
-    if (it->is_object() && it->contains("type") && (*it)["type"].is_string()) {
-      type = (*it)["type"].get<std::string>();
-    }
-    if (type.empty()) {
-      return Bad("response_format", "'response_format' must be an object with a string 'type'");
-    }
-    if (type != "text") {
-      return Unsupported("response_format",
-                         "'response_format' type '" + type +
-                             "' is not supported: JSON mode needs grammar-constrained sampling, "
-                             "which unmask does not have yet (only {\"type\": \"text\"})");
-    }
-  }
+  if (auto e = ReadOutputConstraint(body, j, &r.constraint)) return e;
   if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return Bad("tools", "'tools' must be an array");
     if (!it->empty()) return Unsupported("tools", "tool calling ('tools') is not supported yet");

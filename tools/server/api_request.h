@@ -1,18 +1,20 @@
 // Parsing and validation of OpenAI request bodies (/v1/completions, /v1/chat/completions) into an
 // ApiRequest, with the llama-server and vLLM extensions unmask honours and its own (docs/serving.md
 // "Request fields"). Every field is either honoured or refused with a 400 naming it: a field that
-// is not known, or a value unmask cannot honour (response_format json_object, tools, logit_bias),
-// is an error, never silently dropped. No model is needed here: everything that depends on the
-// model (prompt length, context, which decoder uses which field) is checked later.
+// is not known, or a value unmask cannot honour (a JSON schema keyword it cannot compile,
+// logit_bias), is an error, never silently dropped. No model is needed here: everything that
+// depends on the model (prompt length, context, which decoder uses which field) is checked later.
 #ifndef UNMASK_TOOLS_SERVER_API_REQUEST_H_
 #define UNMASK_TOOLS_SERVER_API_REQUEST_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace unmask::server {
@@ -24,6 +26,19 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string param;  // "" -> null
   std::string code;   // "" -> null
+};
+
+// A 400 about `param` (type invalid_request_error, code null) / one with a code
+// ("unsupported_parameter" by default): a known field whose value cannot be honoured.
+ApiError Bad(const std::string& param, const std::string& message);
+ApiError Unsupported(const std::string& param, const std::string& message,
+                     const std::string& code = "unsupported_parameter");
+
+// Structured output (api_constraint.h): the grammar every choice's text must match.
+struct OutputConstraint {
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::string field;  // the request field it came from: "response_format", "guided_json", ...
+  std::string kind;   // "json_object" | "json_schema" | "grammar" | "choice"
 };
 
 struct ApiRequest {
@@ -89,6 +104,9 @@ struct ApiRequest {
   std::optional<double> timeout_s;
   bool x_canvas = false;
   std::optional<std::string> speculative;  // "none" | "lookup"
+  // Structured output: response_format json_object / json_schema, llama-server's grammar and
+  // json_schema, vLLM's guided_json / guided_choice / guided_grammar (AR models only).
+  std::optional<OutputConstraint> constraint;
 };
 
 // Deepest nesting of arrays and objects in `body` (strings skipped; a quick scan, not a
@@ -106,8 +124,9 @@ std::span<const std::string> AcceptedFields();
 // Parses `body` as a completions (chat = false) or chat completions request. Returns the error to
 // send or nullopt: 400 for malformed JSON, wrong types, out-of-range values, an unknown field
 // (code "unknown_parameter", with the closest accepted name), a value that cannot be honoured
-// (code "unsupported_parameter": n above kMaxChoices, echo on chat, echo with logprobs,
-// response_format other than text, tools, logit_bias, skip_special_tokens false).
+// (code "unsupported_parameter": n above kMaxChoices, echo on chat, echo with logprobs, a JSON
+// schema keyword the compiler does not support, guided_regex, tools, logit_bias,
+// skip_special_tokens false), a malformed grammar or schema.
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out);
 
 }  // namespace unmask::server

@@ -236,6 +236,16 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   sp.seed = seed;
   g->ar.ignore_eos = r.ignore_eos;
   g->ar.logprobs = r.logprobs;
+  if (r.constraint) {
+    g->constraint_label = r.constraint->field;
+    // Diffusion models refuse it in the factory before anything is built: no trie for them.
+    if (!m.diffusion()) {
+      g->make_constraint =
+          grammar::ConstraintMaker(r.constraint->grammar, m.VocabTrie(), r.constraint->kind);
+    } else {
+      g->make_constraint = [] { return std::unique_ptr<TokenConstraint>(); };
+    }
+  }
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
   // canvas, the default steps and the rule a threshold implies.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/metrics.h"
 #include "engine/router.h"
+#include "grammar/token_constraint.h"
 #include "model/loader.h"
 #include "server/api_request.h"
 
@@ -65,6 +67,15 @@ struct ServedModel {
   const LoadedModel* loaded = nullptr;  // owned by the engine
   size_t index = 0;                     // engine (and scheduler) model index
   int64_t context_length = 0;           // what requests may use: min(serve -c, the model's)
+  // The vocabulary as a byte trie for structured output, built by the first request that needs
+  // it (VocabTrie()).
+  std::shared_ptr<const grammar::VocabTrie> VocabTrie() const {
+    std::lock_guard<std::mutex> lock(vocab_mu);
+    if (vocab_trie == nullptr) vocab_trie = grammar::VocabTrie::Build(*loaded->tokenizer);
+    return vocab_trie;
+  }
+  mutable std::mutex vocab_mu;
+  mutable std::shared_ptr<const grammar::VocabTrie> vocab_trie;
   // Any diffusion kind (full-canvas or block): decoded by denoising masks.
   bool diffusion() const { return loaded->model->config().needs_mask_token(); }
   // "ar" | "diffusion" | "block_diffusion" | "fast_dllm_v2" (x_unmask.engine, /v1/models,
