@@ -162,7 +162,9 @@ Status GrammarConstraint::Accept(int32_t token) {
 std::function<std::unique_ptr<TokenConstraint>()> ConstraintMaker(
     std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> vocab,
     std::string name) {
-  return [grammar = std::move(grammar), vocab = std::move(vocab), name = std::move(name)] {
+  return [grammar = std::move(grammar), vocab = std::move(vocab),
+          name = std::move(name)]() -> std::unique_ptr<TokenConstraint> {
+    if (vocab == nullptr) return nullptr;
     return std::make_unique<GrammarConstraint>(grammar, vocab, name);
   };
 }

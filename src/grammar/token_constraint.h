@@ -81,7 +81,9 @@ class GrammarConstraint final : public TokenConstraint {
 };
 
 // A maker of fresh GrammarConstraints over the shared `grammar` and `vocab` (one per decoder:
-// DecodeOptions::make_constraint).
+// DecodeOptions::make_constraint). `vocab` null: for a model that cannot be constrained (a
+// diffusion model); the decoder factory refuses the request before it would call the maker, which
+// then returns null.
 std::function<std::unique_ptr<TokenConstraint>()> ConstraintMaker(
     std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> vocab,
     std::string name);

@@ -159,7 +159,7 @@ void BM_Constrained(benchmark::State& state) {
       walks > 0 ? static_cast<double>(nodes) / static_cast<double>(walks) : 0.0;
   state.counters["sampler_us"] = sampler_s * 1e6;
   state.SetItemsProcessed(tokens);
-  // Filled after the run from the measured time (ReportAggregatesOnly keeps it simple).
+  // The run's time per token over the sampler's (a rate of tokens * sampler_s, inverted).
   state.counters["vs_sampler"] =
       benchmark::Counter(static_cast<double>(tokens) * sampler_s,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);

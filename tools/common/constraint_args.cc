@@ -70,13 +70,9 @@ Status ConstraintArgs::Apply(const Tokenizer& tokenizer, bool diffusion,
   UNMASK_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> g, Compile());
   if (g == nullptr) return Status::Ok();
   options->constraint_label = label();
-  if (diffusion) {
-    options->make_constraint = [] { return std::unique_ptr<TokenConstraint>(); };
-  } else {
-    options->make_constraint = grammar::ConstraintMaker(
-        std::move(g), grammar::VocabTrie::Build(tokenizer),
-        grammar.empty() && grammar_file.empty() ? "json_schema" : "grammar");
-  }
+  options->make_constraint = grammar::ConstraintMaker(
+      std::move(g), diffusion ? nullptr : grammar::VocabTrie::Build(tokenizer),
+      grammar.empty() && grammar_file.empty() ? "json_schema" : "grammar");
   return Status::Ok();
 }
 

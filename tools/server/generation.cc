@@ -239,12 +239,8 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   if (r.constraint) {
     g->constraint_label = r.constraint->field;
     // Diffusion models refuse it in the factory before anything is built: no trie for them.
-    if (!m.diffusion()) {
-      g->make_constraint =
-          grammar::ConstraintMaker(r.constraint->grammar, m.VocabTrie(), r.constraint->kind);
-    } else {
-      g->make_constraint = [] { return std::unique_ptr<TokenConstraint>(); };
-    }
+    g->make_constraint = grammar::ConstraintMaker(
+        r.constraint->grammar, m.diffusion() ? nullptr : m.VocabTrie(), r.constraint->kind);
   }
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
