@@ -30,6 +30,9 @@ struct GenerationRequest : DecodeOptions {
   std::vector<int32_t> prompt;  // token ids
   std::vector<std::string> stop;
   bool stream_canvas = false;  // diffusion: send a kCanvas event after every step
+  // The text is the tokens' bytes, without the tokenizer's clean-up of spaces (set whenever the
+  // text is parsed afterwards: grammar-constrained output, tool calls).
+  bool verbatim_text = false;
   // max_tokens was settled from the context (a chat request without a length): the output ends at
   // EOS long before, so the router predicts with at most kRouteUntilDoneTokens.
   bool until_done = false;

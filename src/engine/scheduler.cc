@@ -256,7 +256,7 @@ void Scheduler::Admit(ModelState& ms) {
     a->decoder->set_kv_seq(a->slot);
     a->text.emplace(tok, a->req.stop, a->req.max_tokens, a->req.ar.ignore_eos,
                     a->req.prompt.empty() ? kNoToken : a->req.prompt.back(),
-                    /*verbatim=*/static_cast<bool>(a->req.make_constraint));
+                    /*verbatim=*/a->req.verbatim_text || static_cast<bool>(a->req.make_constraint));
     *slot = 1;
     if (metrics_ != nullptr) {
       metrics_->Add("prompt_tokens_total", {ms.m.name, ms.engine()}, a->stats.prompt_tokens);

@@ -88,7 +88,12 @@ void Matcher::Expand(int32_t pos, int32_t parent, std::vector<int32_t>* out, boo
       }
       return;
     case ElemType::kRule: {
-      const int32_t cont = Intern(pos + 1, parent);
+      // A reference in tail position returns straight to `parent` (the frame at pos + 1 would only
+      // end the alternative): right-recursive repetitions (`x-rep ::= x x-rep | `) then keep a
+      // constant stack depth, so the states inside a long string or list repeat and their
+      // transitions and token masks are computed once.
+      const bool tail = grammar_->elems[static_cast<size_t>(pos) + 1].type == ElemType::kEnd;
+      const int32_t cont = tail ? parent : Intern(pos + 1, parent);
       for (int32_t alt : grammar_->rule_alts[static_cast<size_t>(e.value)]) {
         Expand(alt, cont, out, can_end);
       }

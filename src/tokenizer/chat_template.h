@@ -21,7 +21,9 @@
 //   string, list, items, reverse, replace, safe; functions raise_exception(msg), range(...);
 //   methods str.strip/lstrip/rstrip/upper/lower/title/capitalize/startswith/endswith/split/
 //   replace/join, dict.get/items/keys/values.
-// Anything else (macros, namespace(), tojson, floats, ...) is Unimplemented with the construct's
+//   floats (literals, arithmetic with ints, `/`), filters tojson (transformers' json.dumps with
+//   indent and sort_keys), int, float; test float.
+// Anything else (macros, namespace(), ...) is Unimplemented with the construct's
 // name and its byte offset in the template (after newline normalisation); syntax errors are
 // InvalidArgument with the offset. Rendering is bounded (evaluation steps, output size), so
 // garbage templates fail with a status and never crash or loop forever.
@@ -40,13 +42,17 @@
 
 namespace unmask {
 
-// Variables visible to a template: messages (list of {role, content} dicts),
-// add_generation_prompt, bos_token, eos_token.
+// Variables visible to a template: messages (list of {role, content} dicts, plus tool_calls,
+// tool_call_id and name where a message has them), add_generation_prompt, bos_token, eos_token,
+// and tools when given.
 struct ChatTemplateInputs {
   std::span<const ChatMessage> messages;
   bool add_generation_prompt = false;
   std::string bos_token;
   std::string eos_token;
+  // OpenAI tool objects as a JSON array text; "" leaves `tools` undefined. Text that is not a JSON
+  // array makes Render fail with InvalidArgument.
+  std::string tools_json;
   // Render budget: evaluation steps (one per statement, expression node and loop iteration) and
   // output bytes. Real chat templates need a few dozen steps per message.
   int64_t max_steps = int64_t{1} << 22;

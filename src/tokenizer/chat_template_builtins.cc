@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -363,6 +365,54 @@ StatusOr<Value> Renderer::EvalFilter(const Expr& e) {
     for (const auto& [k, val] : *v.dict) items.push_back(Value::MakeList({Value::Str(k), val}));
     return Value::MakeList(std::move(items));
   }
+  if (f == "tojson") {
+    // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
+    UNMASK_ASSIGN_OR_RETURN(Value indent, Arg(e, args, 1, "indent", Value::None()));
+    UNMASK_ASSIGN_OR_RETURN(Value sort_keys, Arg(e, args, 3, "sort_keys", Value::Bool(false)));
+    UNMASK_ASSIGN_OR_RETURN(Value separators, Arg(e, args, 2, "separators", Value::None()));
+    UNMASK_ASSIGN_OR_RETURN(Value ensure_ascii,
+                            Arg(e, args, 0, "ensure_ascii", Value::Bool(false)));
+    if (separators.type != Value::Type::kNone) return Unsupported("tojson(separators=...)", at);
+    if (Truthy(ensure_ascii)) return Unsupported("tojson(ensure_ascii=True)", at);
+    if (indent.type != Value::Type::kNone &&
+        !(indent.type == Value::Type::kInt && indent.i >= 0 && indent.i <= 16)) {
+      return TypeError("tojson: indent must be an integer from 0 to 16", at);
+    }
+    std::string out;
+    if (!ToJson(v, indent.type == Value::Type::kInt ? static_cast<int>(indent.i) : -1,
+                Truthy(sort_keys), &out)) {
+      return TypeError("tojson: an undefined value is not JSON serializable", at);
+    }
+    if (out.size() > kMaxString) return ResourceExhaustedError("chat template: too long");
+    return Value::Str(std::move(out));
+  }
+  if (f == "int") {
+    if (v.is_integer()) return Value::Int(v.as_int());
+    if (v.type == Value::Type::kFloat && std::isfinite(v.f) && std::fabs(v.f) < 9.2e18) {
+      return Value::Int(static_cast<int64_t>(v.f));
+    }
+    UNMASK_ASSIGN_OR_RETURN(Value fallback, Arg(e, args, 0, "default", Value::Int(0)));
+    if (v.is_string()) {
+      int64_t x = 0;
+      const std::string t = Strip(v.s, std::nullopt, true, true);
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), x);
+      if (r.ec == std::errc() && r.ptr == t.data() + t.size() && !t.empty()) return Value::Int(x);
+    }
+    return fallback;
+  }
+  if (f == "float") {
+    if (v.is_number()) return Value::Float(v.as_double());
+    UNMASK_ASSIGN_OR_RETURN(Value fallback, Arg(e, args, 0, "default", Value::Float(0)));
+    if (v.is_string()) {
+      double x = 0;
+      const std::string t = Strip(v.s, std::nullopt, true, true);
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), x);
+      if (r.ec == std::errc() && r.ptr == t.data() + t.size() && !t.empty()) {
+        return Value::Float(x);
+      }
+    }
+    return fallback;
+  }
   if (f == "replace") {
     if (args.size() < 2) return TypeError("replace expects 2-3 arguments", at);
     UNMASK_ASSIGN_OR_RETURN(std::string r, Replace(ToString(v), args[0], args[1],
@@ -380,7 +430,8 @@ StatusOr<bool> Renderer::EvalTest(const Expr& e) {
   if (t == "undefined") return v.is_undefined();
   if (t == "none") return v.type == Value::Type::kNone;
   if (t == "string") return v.is_string();
-  if (t == "number") return v.is_integer() && v.type != Value::Type::kBool;
+  if (t == "number") return v.is_number() && v.type != Value::Type::kBool;
+  if (t == "float") return v.type == Value::Type::kFloat;
   if (t == "integer") return v.type == Value::Type::kInt;
   if (t == "boolean") return v.type == Value::Type::kBool;
   if (t == "true") return v.type == Value::Type::kBool && v.b;

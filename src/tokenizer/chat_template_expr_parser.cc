@@ -228,6 +228,12 @@ StatusOr<ExprPtr> ExprParser::ParsePrimary() {
       e->value = Value::Int(t.value);
       return e;
     }
+    case TokKind::kFloat: {
+      Next();
+      auto e = MakeExpr(Expr::Kind::kLiteral, t.offset);
+      e->value = Value::Float(t.number);
+      return e;
+    }
     case TokKind::kOp:
       if (t.text == "(") {
         Next();

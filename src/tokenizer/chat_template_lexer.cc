@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -159,9 +160,36 @@ StatusOr<std::vector<Tok>> Tokenize(std::string_view s, size_t base) {
         }
         ++j;
       }
-      if (j < s.size() && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') && j + 1 < s.size() &&
-          std::isdigit(static_cast<unsigned char>(s[j + 1]))) {
-        return Unsupported("float literal", at);
+      // A float literal: digits '.' digits [e[+-]digits] or digits e[+-]digits.
+      const auto digit_at = [&](size_t p) {
+        return p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]));
+      };
+      const auto exponent_at = [&](size_t p) {
+        return p < s.size() && (s[p] == 'e' || s[p] == 'E') &&
+               (digit_at(p + 1) ||
+                (p + 1 < s.size() && (s[p + 1] == '+' || s[p + 1] == '-') && digit_at(p + 2)));
+      };
+      if ((j < s.size() && s[j] == '.' && digit_at(j + 1)) || exponent_at(j)) {
+        if (s[j] == '.') {
+          ++j;
+          while (digit_at(j) || (j < s.size() && s[j] == '_')) ++j;
+        }
+        if (exponent_at(j)) {
+          j += 2;
+          while (digit_at(j)) ++j;
+        }
+        std::string text;
+        for (size_t p = k; p < j; ++p) {
+          if (s[p] != '_') text += s[p];
+        }
+        double x = 0;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), x);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+          return SyntaxError("bad float literal", at);
+        }
+        toks.push_back({TokKind::kFloat, std::move(text), 0, at, x});
+        k = j;
+        continue;
       }
       toks.push_back({TokKind::kInt, std::string(s.substr(k, j - k)), value, at});
       k = j;

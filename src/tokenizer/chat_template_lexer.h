@@ -32,7 +32,7 @@ struct Segment {
 StatusOr<std::vector<Segment>> Lex(const std::string& source);
 
 // Kind of an expression token; kEnd closes every token list.
-enum class TokKind { kName, kString, kInt, kOp, kEnd };
+enum class TokKind { kName, kString, kInt, kFloat, kOp, kEnd };
 
 // One expression token.
 struct Tok {
@@ -40,10 +40,11 @@ struct Tok {
   std::string text;  // name, decoded string, operator
   int64_t value = 0;
   size_t offset;
+  double number = 0;  // kFloat
 };
 
 // Tokens of a tag's content `s`, whose first byte is at template offset `base`; ends with a kEnd
-// token. InvalidArgument for bad characters, escapes or literals; Unimplemented for floats.
+// token. InvalidArgument for bad characters, escapes or literals.
 StatusOr<std::vector<Tok>> Tokenize(std::string_view s, size_t base);
 
 }  // namespace unmask::chat_template_internal

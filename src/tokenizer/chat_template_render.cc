@@ -2,7 +2,10 @@
 // semantics as configured by transformers: default Undefined, Python-like operators).
 #include "tokenizer/chat_template_render.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -54,6 +57,38 @@ std::string Label(const Expr& e) {
   }
 }
 
+// A JSON value as a template value (objects keep their key order).
+Value FromJson(const nlohmann::ordered_json& j) {
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::null:
+      return Value::None();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::Bool(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value::Int(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      return j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                 ? Value::Int(static_cast<int64_t>(j.get<uint64_t>()))
+                 : Value::Float(static_cast<double>(j.get<uint64_t>()));
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::Float(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value::Str(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::array: {
+      List items;
+      for (const auto& item : j) items.push_back(FromJson(item));
+      return Value::MakeList(std::move(items));
+    }
+    case nlohmann::ordered_json::value_t::object: {
+      Dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d.emplace_back(it.key(), FromJson(it.value()));
+      return Value::MakeDict(std::move(d));
+    }
+    default:
+      return Value::None();
+  }
+}
+
 }  // namespace
 
 Status UndefinedError(const Value& v, size_t offset) {
@@ -69,11 +104,36 @@ Renderer::Renderer(const ChatTemplateInputs& inputs)
   List messages;
   messages.reserve(inputs.messages.size());
   for (const ChatMessage& m : inputs.messages) {
-    messages.push_back(
-        Value::MakeDict({{"role", Value::Str(m.role)}, {"content", Value::Str(m.content)}}));
+    Dict d = {{"role", Value::Str(m.role)}, {"content", Value::Str(m.content)}};
+    if (!m.tool_calls.empty()) {
+      // As transformers' templates see them: the arguments as a mapping (vLLM and llama.cpp
+      // parse the client's JSON text the same way); text that is not JSON stays a string.
+      List calls;
+      for (const ChatToolCall& c : m.tool_calls) {
+        const auto args = nlohmann::ordered_json::parse(c.arguments, nullptr, false);
+        Dict function = {
+            {"name", Value::Str(c.name)},
+            {"arguments", args.is_discarded() ? Value::Str(c.arguments) : FromJson(args)}};
+        calls.push_back(Value::MakeDict({{"id", Value::Str(c.id)},
+                                         {"type", Value::Str("function")},
+                                         {"function", Value::MakeDict(std::move(function))}}));
+      }
+      d.emplace_back("tool_calls", Value::MakeList(std::move(calls)));
+    }
+    if (!m.tool_call_id.empty()) d.emplace_back("tool_call_id", Value::Str(m.tool_call_id));
+    if (!m.name.empty()) d.emplace_back("name", Value::Str(m.name));
+    messages.push_back(Value::MakeDict(std::move(d)));
   }
   scopes_.emplace_back();
   auto& globals = scopes_.back();
+  if (!inputs.tools_json.empty()) {
+    const auto tools = nlohmann::ordered_json::parse(inputs.tools_json, nullptr, false);
+    if (!tools.is_array()) {
+      init_ = InvalidArgumentError("chat template: the tools are not a JSON array");
+    } else {
+      globals["tools"] = FromJson(tools);
+    }
+  }
   globals["messages"] = Value::MakeList(std::move(messages));
   globals["add_generation_prompt"] = Value::Bool(inputs.add_generation_prompt);
   globals["bos_token"] = Value::Str(inputs.bos_token);
@@ -81,6 +141,7 @@ Renderer::Renderer(const ChatTemplateInputs& inputs)
 }
 
 StatusOr<std::string> Renderer::Run(const std::vector<Node>& nodes) {
+  UNMASK_RETURN_IF_ERROR(init_);
   UNMASK_ASSIGN_OR_RETURN(Flow flow, Exec(nodes));
   (void)flow;  // break/continue outside a loop are ignored, as in Jinja's loopcontrols
   return std::move(out_);
@@ -295,6 +356,7 @@ StatusOr<Value> Renderer::EvalNode(const Expr& e) {
       UNMASK_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
       if (e.name == "not") return Value::Bool(!Truthy(v));
       if (v.is_undefined()) return UndefinedError(v, e.offset);
+      if (v.type == Value::Type::kFloat) return Value::Float(e.name == "+" ? v.f : -v.f);
       if (!v.is_integer()) {
         return TypeError(
             "bad operand type for unary " + e.name + ": '" + std::string(TypeName(v)) + "'",
@@ -380,7 +442,23 @@ StatusOr<Value> Renderer::EvalBinary(const Expr& e) {
                          "' and '" + std::string(TypeName(b)) + "'",
                      e.offset);
   };
-  if (op == "/") return Unsupported("operator '/' (float division)", e.offset);
+  // Float arithmetic (Python): either operand a float, or true division.
+  if (a.is_number() && b.is_number() &&
+      (op == "/" || a.type == Value::Type::kFloat || b.type == Value::Type::kFloat)) {
+    const double x = a.as_double();
+    const double y = b.as_double();
+    if ((op == "/" || op == "//" || op == "%") && y == 0) {
+      return TypeError("float division by zero", e.offset);
+    }
+    if (op == "+") return Value::Float(x + y);
+    if (op == "-") return Value::Float(x - y);
+    if (op == "*") return Value::Float(x * y);
+    if (op == "/") return Value::Float(x / y);
+    if (op == "//") return Value::Float(std::floor(x / y));
+    if (op == "%") return Value::Float(x - y * std::floor(x / y));
+    if (op == "**") return Value::Float(std::pow(x, y));
+    return type_error();
+  }
   if (a.is_integer() && b.is_integer()) {
     const int64_t x = a.as_int();
     const int64_t y = b.as_int();
@@ -407,7 +485,7 @@ StatusOr<Value> Renderer::EvalBinary(const Expr& e) {
         r = op == "//" ? q : m;
       }
     } else if (op == "**") {
-      if (y < 0) return Unsupported("negative exponent (float result)", e.offset);
+      if (y < 0) return Value::Float(std::pow(static_cast<double>(x), static_cast<double>(y)));
       r = 1;
       for (int64_t k = 0; k < y && !overflow; ++k) {
         overflow = __builtin_mul_overflow(r, x, &r);
@@ -484,6 +562,8 @@ StatusOr<bool> Renderer::CompareOne(const std::string& op, const Value& a, const
   int cmp = 0;
   if (a.is_integer() && b.is_integer()) {
     cmp = a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
+  } else if (a.is_number() && b.is_number()) {
+    cmp = a.as_double() < b.as_double() ? -1 : (a.as_double() > b.as_double() ? 1 : 0);
   } else if (a.is_string() && b.is_string()) {
     cmp = a.s.compare(b.s);  // UTF-8 byte order is code point order
   } else {

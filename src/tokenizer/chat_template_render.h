@@ -91,6 +91,7 @@ class Renderer {
   std::vector<std::unordered_map<std::string, Value>> scopes_;  // globals first, innermost last
   std::string out_;
   int64_t steps_ = 0;
+  Status init_;  // an error binding the globals (tools that are not a JSON array)
 };
 
 }  // namespace unmask::chat_template_internal

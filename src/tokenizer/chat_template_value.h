@@ -1,5 +1,5 @@
 // Chat template internals (src/tokenizer/ only): the run-time value type (Jinja/Python values:
-// undefined, none, bool, int, str, list, dict) and Python-like helpers over it.
+// undefined, none, bool, int, float, str, list, dict) and Python-like helpers over it.
 #ifndef UNMASK_TOKENIZER_CHAT_TEMPLATE_VALUE_H_
 #define UNMASK_TOKENIZER_CHAT_TEMPLATE_VALUE_H_
 
@@ -21,10 +21,11 @@ using Dict = std::vector<std::pair<std::string, Value>>;
 
 // A run-time value. Lists and dicts are immutable and shared (copying a Value is cheap).
 struct Value {
-  enum class Type { kUndefined, kNone, kBool, kInt, kString, kList, kDict };
+  enum class Type { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict };
   Type type = Type::kUndefined;
   bool b = false;
   int64_t i = 0;
+  double f = 0;   // kFloat
   std::string s;  // kString; for kUndefined, the name that was undefined (for messages)
   std::shared_ptr<const List> list;
   std::shared_ptr<const Dict> dict;
@@ -51,6 +52,12 @@ struct Value {
     Value v;
     v.type = Type::kInt;
     v.i = x;
+    return v;
+  }
+  static Value Float(double x) {
+    Value v;
+    v.type = Type::kFloat;
+    v.f = x;
     return v;
   }
   static Value Str(std::string x) {
@@ -85,6 +92,10 @@ struct Value {
   bool is_integer() const { return type == Type::kInt || type == Type::kBool; }
   // The integer (bools as 0/1); only for is_integer() values.
   int64_t as_int() const { return type == Type::kBool ? (b ? 1 : 0) : i; }
+  // int, bool or float (Python's numbers).
+  bool is_number() const { return is_integer() || type == Type::kFloat; }
+  // The number as a double; only for is_number() values.
+  double as_double() const { return type == Type::kFloat ? f : static_cast<double>(as_int()); }
 
   // The value of `key` in a dict, or nullptr (also when this is not a dict).
   const Value* Find(std::string_view key) const {
@@ -104,6 +115,16 @@ bool Truthy(const Value& v);
 
 // Python ==; bools compare as ints, dicts compare regardless of key order.
 bool Equal(const Value& a, const Value& b);
+
+// Python repr() of a float: the shortest digits that read back to `x`, fixed notation for
+// exponents -4..15 ("0.5", "1.0", "1e-05", "1e+16", "inf", "nan").
+std::string FloatRepr(double x);
+
+// json.dumps(v, ensure_ascii=False, indent=indent, sort_keys=sort_keys) as transformers' `tojson`
+// filter calls it: separators ", " / ": " without an indent, "," / ": " with one (indent < 0:
+// none); non-ASCII text as is, control characters escaped; NaN and Infinity as Python writes them.
+// False when `v` holds an undefined value (Python raises TypeError there).
+bool ToJson(const Value& v, int indent, bool sort_keys, std::string* out, int level = 0);
 
 // Python str() ("" for undefined).
 std::string ToString(const Value& v);

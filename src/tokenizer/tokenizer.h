@@ -106,9 +106,21 @@ struct Vocab {
   std::optional<std::vector<AddedTokenOptions>> added_tokens;
 };
 
+// One tool call of an assistant message (OpenAI's tool_calls[i]): the template sees it as
+// {"id", "type": "function", "function": {"name", "arguments"}} with the arguments as a mapping
+// (the JSON text parsed) as transformers' templates expect.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+
 struct ChatMessage {
-  std::string role;  // "system" | "user" | "assistant" | ...
+  std::string role;  // "system" | "user" | "assistant" | "tool" | ...
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // assistant messages that called tools
+  std::string tool_call_id = {};              // tool messages: the call answered
+  std::string name = {};                      // optional author / tool name
 };
 
 class Tokenizer {
@@ -178,11 +190,16 @@ class Tokenizer {
 
   // tokenizer.chat_template ("" when absent).
   const std::string& chat_template() const { return chat_template_; }
+  // Replaces the chat template (llama.cpp's --chat-template-file); not thread-safe: call before
+  // the tokenizer is shared.
+  void set_chat_template(std::string source) { chat_template_ = std::move(source); }
   // Renders `messages` with the chat template (a Jinja subset, see chat_template.h), with
   // bos_token/eos_token set from the vocabulary. Unimplemented (naming the construct) for a
   // template it cannot render; FailedPrecondition when the GGUF has no template.
+  // `tools_json`: the template's `tools` variable as a JSON array text ("" : undefined).
   StatusOr<std::string> ApplyChatTemplate(std::span<const ChatMessage> messages,
-                                          bool add_generation_prompt) const;
+                                          bool add_generation_prompt,
+                                          std::string_view tools_json = {}) const;
 
  protected:
   SpecialTokens special_;

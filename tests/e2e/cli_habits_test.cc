@@ -73,6 +73,25 @@ TEST(CliHabitsTest, PromptFromAFileStdinOrAPipeEqualsTheSamePromptGivenWithP) {
   std::remove(file.c_str());
 }
 
+// --chat-template-file (llama.cpp's flag) replaces the model's template in generate and serve.
+TEST(CliHabitsTest, ChatTemplateFileReplacesTheModels) {
+  const std::string wrap = WriteTemp("wrap.jinja", "<<{{ messages[0].content }}>>");
+  const std::string raise =
+      WriteTemp("raise.jinja", "{{ raise_exception('the file template ran') }}");
+  const std::string broken = WriteTemp("broken.jinja", "{% if %}");
+  const std::string base = "generate" + kAr + "-p 'Once upon a time' -n 4 --json ";
+  const nlohmann::json plain = Json(RunUnmask(base + "--no-chat"));
+  const nlohmann::json wrapped = Json(RunUnmask(base + "--chat --chat-template-file " + wrap));
+  ASSERT_TRUE(plain.is_object() && wrapped.is_object());
+  EXPECT_GT(wrapped["prompt_ids"].size(), plain["prompt_ids"].size());  // "<<" and ">>" added
+  ExpectError(base + "--chat --chat-template-file " + raise, 1, "the file template ran");
+  ExpectError(base + "--chat-template-file /nonexistent.jinja", 1, "--chat-template-file");
+  ExpectError(base + "--chat-template-file " + broken, 1, broken);
+  ExpectError("serve" + kAr + "-m " + testing::TwinPath("llada") + " --chat-template-file " + wrap,
+              2, "one -m");
+  for (const auto& f : {wrap, raise, broken}) std::remove(f.c_str());
+}
+
 TEST(CliHabitsTest, LlamaCppAliasesMeanTheSame) {
   const std::string base = "generate" + kAr + "-p 'Once upon a time' -n 12 --json --seed 7 ";
   const nlohmann::json a = Json(RunUnmask(base + "--temperature 0.8"));
@@ -191,6 +210,38 @@ TEST(CliHabitsTest, DiffusionTextIsPrintedOnceWithANewline) {
 }
 
 // Ctrl-C: the text so far, a newline and the statistics; --json still prints one valid object.
+// Waits (up to 60 s) until process `pid` catches `sig` (/proc/PID/status SigCgt) and has used
+// `cpu_s` seconds of CPU (/proc/PID/stat utime + stime).
+void WaitForHandlerAndCpu(pid_t pid, int sig, double cpu_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool caught = false;
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("SigCgt:", 0) == 0) {
+        const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+        caught = (mask >> (sig - 1)) & 1ULL;
+      }
+    }
+    double used = 0;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::stringstream buf;
+    buf << stat.rdbuf();
+    const std::string text = buf.str();
+    const size_t close = text.rfind(')');
+    if (close != std::string::npos) {
+      std::istringstream fields(text.substr(close + 2));
+      std::string f;
+      for (int k = 3; k <= 15 && fields >> f; ++k) {
+        if (k == 14 || k == 15) used += std::stod(f) / ticks;  // utime, stime
+      }
+    }
+    if (caught && used >= cpu_s) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 TEST(CliHabitsTest, InterruptEndsWithTheTextSoFar) {
   for (const bool json : {false, true}) {
     const std::string err_path = testing::TempDir() + "/interrupt." + std::to_string(getpid());
@@ -210,7 +261,9 @@ TEST(CliHabitsTest, InterruptEndsWithTheTextSoFar) {
             "240", json ? "--json" : "--no-chat", static_cast<char*>(nullptr));
       _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    // Interrupt once the handler is installed and the generation has run a while: 0.3 s of the
+    // child's own CPU time (a fixed wall-clock wait is too short on a loaded machine).
+    WaitForHandlerAndCpu(pid, SIGINT, 0.3);
     kill(pid, SIGINT);
     int status = 0;
     waitpid(pid, &status, 0);

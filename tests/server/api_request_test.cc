@@ -146,7 +146,7 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
   ASSERT_TRUE(top_alone);
   EXPECT_EQ(top_alone->param, "top_logprobs");
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
+      {R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},  // a chat field
       {R"("tool_choice":"required")", "tool_choice"},
       {R"("logit_bias":{"50256":-100})", "logit_bias"},
       {R"("skip_special_tokens":false)", "skip_special_tokens"},

@@ -534,7 +534,7 @@ def t_errors(url, client):
                                ({"max_token": 3}, "max_token", "unknown_parameter"),
                                ({"guided_regex": "a+"}, "guided_regex", "unsupported_parameter"),
                                ({"tools": [{"type": "function", "function": {"name": "f"}}]},
-                                "tools", "unsupported_parameter"),
+                                "tools", "unsupported_parameter"),  # on completions
                                ({"logit_bias": {"5": 3}}, "logit_bias", "unsupported_parameter")):
         e = expect_status(lambda: complete(client, AR_ID, max_tokens=4, extra_body=extra),
                           openai.BadRequestError, 400)

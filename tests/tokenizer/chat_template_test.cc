@@ -431,18 +431,57 @@ TEST(ChatTemplateErrorTest, SyntaxErrorsAreInvalidArgumentWithOffset) {
   ExpectStatus(E("{# never closed"), StatusCode::kInvalidArgument, "unterminated '{#'");
 }
 
+// Floats as Python prints them; tojson as transformers' json.dumps(ensure_ascii=False).
+TEST(ChatTemplateTest, FloatsAndTojson) {
+  EXPECT_EQ(R("{{ 1.5 }} {{ 2.0 }} {{ 1e-5 }} {{ 1.5e16 }} {{ 0.1 + 0.2 }} {{ -2.5 }}"),
+            "1.5 2.0 1e-05 1.5e+16 0.30000000000000004 -2.5");
+  EXPECT_EQ(
+      R("{{ 7 / 2 }} {{ 4 / 2 }} {{ 3 * 0.5 }} {{ 7.5 // 2 }} {{ (-7.5) % 2 }} {{ 2 ** -1 }}"),
+      "3.5 2.0 1.5 3.0 0.5 0.5");
+  EXPECT_EQ(R("{{ 1.5 > 1 }} {{ 2 == 2.0 }} {{ 1_000.5 }} {{ 2.5 is float }} {{ 2.5 is number }}"),
+            "True True 1000.5 True True");
+  EXPECT_EQ(R("{{ 10 | float }} {{ '3' | int + 1 }} {{ 2.7 | int }} {{ 'x' | int(7) }}"),
+            "10.0 4 2 7");
+  EXPECT_EQ(R("{% set x = {'a': [1, 2.5, none, true], 'b': '\u00e9\"\\n', 'c': {}} %}"
+              "{{ x | tojson }}"),
+            "{\"a\": [1, 2.5, null, true], \"b\": \"\u00e9\\\"\\n\", \"c\": {}}");
+  EXPECT_EQ(R("{{ [1, {'k': 'v'}, []] | tojson(indent=2) }}"),
+            "[\n  1,\n  {\n    \"k\": \"v\"\n  },\n  []\n]");
+  EXPECT_EQ(R("{{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}"), "{\"a\": 2, \"b\": 1}");
+  EXPECT_EQ(R("{{ '\x01' | tojson }}"), "\"\\u0001\"");
+  ExpectStatus(E("{{ 1 / 0 }}"), StatusCode::kInvalidArgument, "division by zero");
+  ExpectStatus(E("{{ undefined_x | tojson }}"), StatusCode::kInvalidArgument, "not JSON");
+  ExpectStatus(E("{{ 1 | tojson(separators=(',', ':')) }}"), StatusCode::kUnimplemented,
+               "separators");
+}
+
+// The `tools` variable comes from JSON text with its key order; text that is not a JSON array is
+// an error, not a crash.
+TEST(ChatTemplateTest, ToolsVariable) {
+  ChatTemplateInputs in;
+  in.tools_json = R"([{"type": "function", "function": {"name": "f", "z": 1.25, "a": [true]}}])";
+  auto out = RenderChatTemplate("{% for t in tools %}{{ t.function | tojson }}{% endfor %}", in);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "{\"name\": \"f\", \"z\": 1.25, \"a\": [true]}");
+  in.tools_json = "";
+  EXPECT_EQ(*RenderChatTemplate("{{ tools is defined }}", in), "False");
+  in.tools_json = "{\"not\": \"a list\"}";
+  auto bad = RenderChatTemplate("{{ tools }}", in);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a JSON array"), std::string::npos);
+}
+
 TEST(ChatTemplateErrorTest, UnsupportedConstructsAreUnimplemented) {
   ExpectStatus(E("{% macro m() %}{% endmacro %}"), StatusCode::kUnimplemented,
                "statement 'macro' at offset 3");
   ExpectStatus(E("{% include 'x' %}"), StatusCode::kUnimplemented, "'include'");
   ExpectStatus(E("{% set ns.x = 1 %}"), StatusCode::kUnimplemented, "namespace");
-  ExpectStatus(E("{{ 1.5 }}"), StatusCode::kUnimplemented, "float literal at offset 3");
-  ExpectStatus(E("{{ x | tojson }}"), StatusCode::kUnimplemented, "filter 'tojson' at offset 5");
+  ExpectStatus(E("{{ x | frobnicate }}"), StatusCode::kUnimplemented,
+               "filter 'frobnicate' at offset 5");
   ExpectStatus(E("{% set ns = namespace(a=1) %}"), StatusCode::kUnimplemented,
                "function 'namespace'");
   ExpectStatus(E("{{ 'a'.zfill(3) }}"), StatusCode::kUnimplemented, "method 'zfill'");
   ExpectStatus(E("{{ 1 is frob }}"), StatusCode::kUnimplemented, "test 'frob'");
-  ExpectStatus(E("{{ 4 / 2 }}"), StatusCode::kUnimplemented, "'/'");
   ExpectStatus(E("{% for x in y recursive %}{% endfor %}"), StatusCode::kUnimplemented,
                "recursive");
   ExpectStatus(E("{{ f(*args) }}"), StatusCode::kUnimplemented, "*args");

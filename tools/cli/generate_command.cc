@@ -112,6 +112,7 @@ void GenerateCommand::AddTo(CLI::App& app) {
                  "a larger value is refused: unmask does not extend a model's context)")
       ->check(IntegerIn(0, kMaxLength))
       ->capture_default_str();
+  AddChatTemplateFileFlag(app, &chat_template_file);
   diffusion.allow_until_done = true;
   diffusion.AddTo(app);
   ar.AddTo(app);
@@ -163,6 +164,8 @@ StatusOr<GenerateCommand::Session> GenerateCommand::Load() const {
   const auto load_start = std::chrono::steady_clock::now();
   UNMASK_ASSIGN_OR_RETURN(s.path, model.Path());
   UNMASK_ASSIGN_OR_RETURN(s.index, LoadModelWithProgress(*s.engine, s.path, mode));
+  UNMASK_RETURN_IF_ERROR(
+      ApplyChatTemplateFile(chat_template_file, s.engine->model(s.index).tokenizer.get()));
   s.load_ms = MsSince(load_start);
   return s;
 }

@@ -28,8 +28,9 @@ struct GenerateCommand {
   std::string prompt;         // -p ("-": standard input)
   std::string prompt_file;    // -f
   std::string prompt_ids;
-  std::string system;    // --system: the chat template's system message
-  int64_t ctx_size = 0;  // -c: the context the run may use (0: the model's)
+  std::string system;              // --system: the chat template's system message
+  std::string chat_template_file;  // --chat-template-file: replaces the model's template
+  int64_t ctx_size = 0;            // -c: the context the run may use (0: the model's)
   bool chat = false;
   bool no_chat = false;
   bool json = false;

@@ -8,6 +8,7 @@
 
 #include "common/cli_util.h"
 #include "common/terminal.h"
+#include "tokenizer/chat_template.h"
 
 namespace unmask::tools {
 
@@ -106,6 +107,27 @@ CLI::Option* AddBlockLengthFlag(CLI::App& app, int64_t* block_length) {
                   "the text back (a shorter -n / max_tokens shrinks the default block)")
       ->check(IntegerIn(1, kMaxLength))
       ->capture_default_str();
+}
+
+CLI::Option* AddChatTemplateFileFlag(CLI::App& app, std::string* path) {
+  return app
+      .add_option("--chat-template-file", *path,
+                  "a Jinja chat template replacing the model's (tokenizer.chat_template), e.g. "
+                  "one that renders tools")
+      ->type_name("FILE");
+}
+
+Status ApplyChatTemplateFile(const std::string& path, Tokenizer* tokenizer) {
+  if (path.empty()) return Status::Ok();
+  UNMASK_ASSIGN_OR_RETURN(std::string source,
+                          ReadRegularFile(path, size_t{1} << 20, "--chat-template-file"));
+  if (source.empty()) return InvalidArgumentError("--chat-template-file " + path + ": empty");
+  auto parsed = ChatTemplate::Parse(source);
+  if (!parsed.ok()) {
+    return InvalidArgumentError("--chat-template-file " + path + ": " + parsed.status().message());
+  }
+  tokenizer->set_chat_template(std::move(source));
+  return Status::Ok();
 }
 
 StatusOr<std::string> ModelArgs::Path() const {

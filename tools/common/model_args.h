@@ -65,6 +65,13 @@ struct ModelArgs {
   StatusOr<WeightMode> weight_mode() const;
 };
 
+// --chat-template-file FILE (llama.cpp's name): a Jinja chat template that replaces the model's.
+CLI::Option* AddChatTemplateFileFlag(CLI::App& app, std::string* path);
+// Reads `path` ("" : nothing to do), checks that it parses as a chat template and installs it in
+// `tokenizer`. Errors: NotFound / InvalidArgument naming the file (unreadable, empty, larger than
+// 1 MiB, or a template the renderer cannot parse, with its offset).
+Status ApplyChatTemplateFile(const std::string& path, Tokenizer* tokenizer);
+
 // LLaDA decoding flags (names of the reference `generate`: steps, gen_length, block_length, ...).
 struct DiffusionArgs {
   DiffusionParams params;

@@ -3,6 +3,7 @@
 #include "common/suggest.h"
 #include "decode/dream_params.h"
 #include "server/api_constraint.h"
+#include "server/api_tools.h"
 
 #include <algorithm>
 #include <cmath>
@@ -176,6 +177,7 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
     } else {
       return Bad(where + ".content", where + ".content must be a string or an array of parts");
     }
+    if (auto e = ReadMessageTools(m, where, &msg)) return e;
     r->messages.push_back(std::move(msg));
   }
   return std::nullopt;
@@ -338,21 +340,7 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
     return Unsupported("suffix", "'suffix' (infilling) is not supported");
   }
   if (auto e = ReadOutputConstraint(body, j, &r.constraint)) return e;
-  if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return Bad("tools", "'tools' must be an array");
-    if (!it->empty()) return Unsupported("tools", "tool calling ('tools') is not supported yet");
-  }
-  if (auto it = j.find("tool_choice"); it != j.end() && !it->is_null()) {
-    if (!(it->is_string() && (*it == "none" || *it == "auto"))) {
-      return Unsupported("tool_choice",
-                         "'tool_choice' may only be \"none\" or \"auto\": tool calling is not "
-                         "supported yet");
-    }
-  }
-  if (auto it = j.find("parallel_tool_calls"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean())
-      return Bad("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
-  }
+  if (auto e = ReadTools(body, j, chat, &r.tools)) return e;
   if (auto it = j.find("logit_bias"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return Bad("logit_bias", "'logit_bias' must be an object");
     if (!it->empty()) return Unsupported("logit_bias", "'logit_bias' is not supported yet");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/tool_calls.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -107,6 +108,9 @@ struct ApiRequest {
   // Structured output: response_format json_object / json_schema, llama-server's grammar and
   // json_schema, vLLM's guided_json / guided_choice / guided_grammar (AR models only).
   std::optional<OutputConstraint> constraint;
+  // Tool calling (chat): the tools offered and how they may be called; nullopt without tools or
+  // with tool_choice "none" (then the tools are left out of the prompt).
+  std::optional<chat::ToolRequest> tools;
 };
 
 // Deepest nesting of arrays and objects in `body` (strings skipped; a quick scan, not a
@@ -125,7 +129,7 @@ std::span<const std::string> AcceptedFields();
 // send or nullopt: 400 for malformed JSON, wrong types, out-of-range values, an unknown field
 // (code "unknown_parameter", with the closest accepted name), a value that cannot be honoured
 // (code "unsupported_parameter": n above kMaxChoices, echo on chat, echo with logprobs, a JSON
-// schema keyword the compiler does not support, guided_regex, tools, logit_bias,
+// schema keyword the compiler does not support, guided_regex, tools on completions, logit_bias,
 // skip_special_tokens false), a malformed grammar or schema.
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out);
 

@@ -65,9 +65,17 @@ json CompletionBody(const ResponseHead& head, const std::vector<ChoiceResult>& c
                     const json& usage, const json& x_unmask) {
   json all = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
-    json choice = {{"index", i}, {"finish_reason", ApiFinishReason(choices[i].finish)}};
+    const bool calls = choices[i].tool_calls.is_array() && !choices[i].tool_calls.empty();
+    json choice = {{"index", i},
+                   // A reply cut by max_tokens stays "length" (its last call may be cut).
+                   {"finish_reason", calls && choices[i].finish == FinishReason::kStop
+                                         ? "tool_calls"
+                                         : ApiFinishReason(choices[i].finish)}};
     if (head.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+      choice["message"] = {
+          {"role", "assistant"},
+          {"content", calls && choices[i].text.empty() ? json(nullptr) : json(choices[i].text)}};
+      if (calls) choice["message"]["tool_calls"] = choices[i].tool_calls;
     } else {
       choice["text"] = choices[i].text;
     }
@@ -99,6 +107,21 @@ json ChunkBody(const ResponseHead& head, const std::string* text, bool first, co
           {"model", head.model},
           {"choices", json::array({choice})},
           {"usage", nullptr}};
+}
+
+json ToolCallsChunkBody(const ResponseHead& head, const json& tool_calls, int64_t index) {
+  json deltas = json::array();
+  for (size_t k = 0; k < tool_calls.size(); ++k) {
+    json d = tool_calls.at(k);
+    d["index"] = k;
+    deltas.push_back(std::move(d));
+  }
+  json choice = {{"index", index},
+                 {"finish_reason", nullptr},
+                 {"logprobs", nullptr},
+                 {"delta", {{"tool_calls", deltas}}}};
+  return {{"id", head.id},       {"object", "chat.completion.chunk"}, {"created", head.created},
+          {"model", head.model}, {"choices", json::array({choice})},  {"usage", nullptr}};
 }
 
 json UsageChunkBody(const ResponseHead& head, const json& usage, const json& x_unmask) {

@@ -27,7 +27,8 @@ struct ResponseHead {
   bool chat = false;
 };
 
-// OpenAI finish_reason of an engine finish ("stop" | "length"; deadline -> "length").
+// OpenAI finish_reason of an engine finish ("stop" | "length"; deadline -> "length"); a reply
+// parsed into tool calls that stopped by itself finishes with "tool_calls" instead.
 const char* ApiFinishReason(FinishReason r);
 
 nlohmann::json UsageJson(const RequestStats& s);
@@ -41,6 +42,10 @@ struct ChoiceResult {
   std::string text;
   FinishReason finish = FinishReason::kStop;
   nlohmann::json logprobs;  // null, or OpenAI's logprobs object
+  // Chat with tools: null, or the parsed calls [{"id", "type": "function", "function": {"name",
+  // "arguments"}}] (then an empty content is null, and finish_reason is "tool_calls" unless the
+  // reply was cut: "length").
+  nlohmann::json tool_calls;
 };
 
 // The non-streaming body: choices[i] has index i.
@@ -50,6 +55,10 @@ nlohmann::json CompletionBody(const ResponseHead& head, const std::vector<Choice
 // role, `finish` (nullptr: none yet).
 nlohmann::json ChunkBody(const ResponseHead& head, const std::string* text, bool first,
                          const char* finish, int64_t index = 0);
+// The chunk that carries choice `index`'s tool calls whole: delta.tool_calls[k] = {"index": k,
+// "id", "type", "function": {"name", "arguments"}} (clients accumulate deltas; one is complete).
+nlohmann::json ToolCallsChunkBody(const ResponseHead& head, const nlohmann::json& tool_calls,
+                                  int64_t index);
 // The usage chunk (empty choices).
 nlohmann::json UsageChunkBody(const ResponseHead& head, const nlohmann::json& usage,
                               const nlohmann::json& x_unmask);

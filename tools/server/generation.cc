@@ -13,6 +13,8 @@
 #include <random>
 #include <string_view>
 
+#include "chat/tool_calls.h"
+#include "grammar/gbnf_parser.h"
 #include "server/api_response.h"
 #include "server/response_stream.h"
 #include "server/server.h"
@@ -145,8 +147,19 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   if (r.chat) {
     user_text.clear();
     for (const ChatMessage& msg : r.messages) user_text += msg.content;
+    // Tools: a Hermes template renders them itself; otherwise a system message describes them.
+    const chat::ToolCallFormat tool_format = chat::DetectToolCallFormat(tok.chat_template());
+    std::vector<ChatMessage> with_tools;
+    std::string tools_json;
+    if (r.tools && tool_format == chat::ToolCallFormat::kGeneric) {
+      with_tools = chat::GenericToolMessages(r.messages, *r.tools);
+    } else if (r.tools) {
+      tools_json = chat::ToolsJson(*r.tools);
+    }
+    const std::span<const ChatMessage> messages =
+        with_tools.empty() ? std::span<const ChatMessage>(r.messages) : with_tools;
     if (!tok.chat_template().empty()) {
-      auto rendered = tok.ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true);
+      auto rendered = tok.ApplyChatTemplate(messages, /*add_generation_prompt=*/true, tools_json);
       if (!rendered.ok()) {
         return MakeError(400,
                          "the chat template of " + m.id +
@@ -158,9 +171,9 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
     } else {
       // No template (the twins): the messages' contents, joined by a blank line.
       text.clear();
-      for (size_t i = 0; i < r.messages.size(); ++i) {
+      for (size_t i = 0; i < messages.size(); ++i) {
         if (i > 0) text += "\n\n";
-        text += r.messages[i].content;
+        text += messages[i].content;
       }
     }
   }
@@ -193,6 +206,23 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
 
 std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const ServedModel& m,
                                                 GenerationRequest* g, BuiltDecoder* built) const {
+  // A forced tool call is grammar-constrained sampling: refused on a diffusion model before the
+  // (longer) prompt with the tools is even built.
+  std::string tool_gbnf;
+  if (r.tools) {
+    auto gbnf = chat::ToolCallGrammar(
+        chat::DetectToolCallFormat(m.loaded->tokenizer->chat_template()), *r.tools);
+    if (!gbnf.ok()) return MakeError(400, gbnf.status().message(), "", "tools");
+    tool_gbnf = *std::move(gbnf);
+    if (!tool_gbnf.empty() && m.diffusion()) {
+      return MakeError(400,
+                       "tools (a tool call forced by grammar-constrained sampling: tool_choice "
+                       "required or named, or a chat template without a tool-call format) needs "
+                       "an autoregressive model: constrained unmasking is not implemented, and " +
+                           m.id + " is a diffusion model",
+                       "", "tools");
+    }
+  }
   if (auto e = PromptIds(r, m, &g->prompt)) return e;
   // The model's config with the context requests may use (serve -c).
   ModelConfig config = m.loaded->model->config();
@@ -241,6 +271,32 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
     // Diffusion models refuse it in the factory before anything is built: no trie for them.
     g->make_constraint = grammar::ConstraintMaker(
         r.constraint->grammar, m.diffusion() ? nullptr : m.VocabTrie(), r.constraint->kind);
+  }
+  if (r.tools) {
+    // The reply is parsed into tool calls: its text must be the tokens' bytes.
+    g->verbatim_text = true;
+    const chat::ToolCallFormat format =
+        chat::DetectToolCallFormat(m.loaded->tokenizer->chat_template());
+    if (!tool_gbnf.empty()) {
+      if (r.constraint) {
+        return MakeError(
+            400,
+            "'" + r.constraint->field + "' and a tool call (" +
+                (format == chat::ToolCallFormat::kHermes
+                     ? std::string("tool_choice required or named")
+                     : "tools with " + m.id + "'s template, which has no tool format") +
+                ") both constrain the reply: give one",
+            "", r.constraint->field);
+      }
+      auto parsed = grammar::ParseGbnf(tool_gbnf);
+      if (!parsed.ok()) {
+        return MakeError(500, "the tool-call grammar does not parse: " + parsed.status().message());
+      }
+      g->constraint_label = "tools";
+      g->make_constraint = grammar::ConstraintMaker(
+          std::make_shared<const grammar::Grammar>(std::move(parsed).value()),
+          m.diffusion() ? nullptr : m.VocabTrie(), "tools");
+    }
   }
   g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
@@ -495,6 +551,10 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
   x->log_prefix = std::string(idbuf) + (r.stream ? " stream" : "");
   x->logprobs = r.logprobs >= 0;
   x->last_prompt_token = last_prompt;
+  if (r.tools) {
+    x->tools = r.tools;
+    x->tool_format = chat::DetectToolCallFormat(m->loaded->tokenizer->chat_template());
+  }
   if (r.echo) {
     x->echo = r.prompt_is_ids ? m->loaded->tokenizer->Decode(r.prompt_ids, /*skip_special=*/false)
                               : r.prompt_text;

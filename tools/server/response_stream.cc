@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <string_view>
 
 namespace unmask::server {
@@ -134,6 +135,26 @@ json LogprobsJson(const Exchange& x, const StreamEvent& done) {
           {"text_offset", offsets}};
 }
 
+// OpenAI's tool_calls of parsed calls, each with a fresh id "call_" + 24 letters and digits.
+json ToolCallsJson(const std::vector<chat::ParsedToolCall>& calls) {
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  json out = json::array();
+  for (const chat::ParsedToolCall& c : calls) {
+    std::string id = "call_";
+    for (int k = 0; k < 24; ++k) id += kAlphabet[rng() % (sizeof(kAlphabet) - 1)];
+    out.push_back({{"id", id},
+                   {"type", "function"},
+                   {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return out;
+}
+
+// A finished reply of a request with tools: content and calls.
+chat::ParsedReply ParseReply(const Exchange& x, const std::string& text) {
+  return chat::ParseToolCalls(x.tool_format, text, *x.tools);
+}
+
 }  // namespace
 
 // Collects every choice of a whole (non-streaming) response and returns its body, or nullopt when
@@ -152,6 +173,11 @@ std::optional<std::string> CollectWhole(Exchange& x, httplib::DataSink* sink, in
     LogDone(x, i, e);
     choices[i].finish = e.finish;
     choices[i].logprobs = LogprobsJson(x, e);
+    if (x.tools) {
+      chat::ParsedReply reply = ParseReply(x, choices[i].text);
+      choices[i].text = std::move(reply.content);
+      if (!reply.calls.empty()) choices[i].tool_calls = ToolCallsJson(reply.calls);
+    }
     done[i] = std::move(e);
   }
   for (const StreamEvent& e : done) {
@@ -169,6 +195,9 @@ std::optional<std::string> CollectWhole(Exchange& x, httplib::DataSink* sink, in
 bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
   const size_t n = x.streams.size();
   std::vector<bool> first(n, true), finished(n, false);
+  // With tools: each choice's text so far and how much of it was sent as content.
+  std::vector<std::string> reply(n);
+  std::vector<size_t> sent(n, 0);
   std::vector<StreamEvent> done(n);
   if (!x.echo.empty()) {
     for (size_t i = 0; i < n; ++i) {
@@ -192,6 +221,14 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
       any = true;
       const auto index = static_cast<int64_t>(i);
       if (e.type == StreamEvent::Type::kText) {
+        if (x.tools) {
+          // Content streams up to where a tool call may begin; the calls come whole at the end.
+          reply[i] += e.text;
+          const size_t safe = chat::StreamableContentLength(x.tool_format, reply[i]);
+          if (safe <= sent[i]) continue;
+          e.text = reply[i].substr(sent[i], safe - sent[i]);
+          sent[i] = safe;
+        }
         if (!WriteSse(sink, Dump(ChunkBody(x.head, &e.text, first[i], nullptr, index)))) {
           return false;
         }
@@ -235,7 +272,27 @@ bool ProvideStream(Exchange& x, httplib::DataSink& sink) {
         sink.done();
         return true;
       }
-      json last = ChunkBody(x.head, nullptr, first[i], ApiFinishReason(e.finish), index);
+      const char* finish = ApiFinishReason(e.finish);
+      if (x.tools) {
+        chat::ParsedReply parsed = ParseReply(x, reply[i]);
+        // The content not sent yet (what was sent is a prefix of it unless trimming cut it).
+        const std::string_view streamed = std::string_view(reply[i]).substr(0, sent[i]);
+        if (parsed.content.size() > sent[i] && parsed.content.starts_with(streamed)) {
+          const std::string rest = parsed.content.substr(sent[i]);
+          if (!WriteSse(sink, Dump(ChunkBody(x.head, &rest, first[i], nullptr, index)))) {
+            return false;
+          }
+          first[i] = false;
+        }
+        if (!parsed.calls.empty()) {
+          json chunk = ToolCallsChunkBody(x.head, ToolCallsJson(parsed.calls), index);
+          if (first[i]) chunk["choices"][0]["delta"]["role"] = "assistant";
+          if (!WriteSse(sink, Dump(chunk))) return false;
+          first[i] = false;
+          if (e.finish == FinishReason::kStop) finish = "tool_calls";
+        }
+      }
+      json last = ChunkBody(x.head, nullptr, first[i], finish, index);
       // The choice's log-probabilities come whole with its last chunk.
       if (x.logprobs) last["choices"][0]["logprobs"] = LogprobsJson(x, e);
       done[i] = std::move(e);

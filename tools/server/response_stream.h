@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/tool_calls.h"
 #include "engine/request.h"
 #include "engine/router.h"
 #include "server/api_response.h"
@@ -37,6 +38,10 @@ struct Exchange {
   const Tokenizer* tokenizer = nullptr;
   std::optional<RouteDecision> route;
   std::string log_prefix;
+  // Tool calling: the tools of the request (replies are parsed into tool_calls) and the format of
+  // the model's template.
+  std::optional<chat::ToolRequest> tools;
+  chat::ToolCallFormat tool_format = chat::ToolCallFormat::kGeneric;
   void CancelAll() {
     for (auto& s : streams) s->Cancel();
   }

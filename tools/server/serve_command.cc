@@ -61,6 +61,7 @@ void ServeCommand::AddTo(CLI::App& app) {
                  "require 'Authorization: Bearer KEY' on the API (/health and the playground "
                  "page stay open); default: the UNMASK_API_KEY environment variable")
       ->envname("UNMASK_API_KEY");
+  AddChatTemplateFileFlag(app, &options.chat_template_file);
   app.add_flag("--spec-lookup", options.speculative_lookup,
                "AR models: prompt-lookup speculative decoding by default (a request's "
                "'speculative' field overrides)");
@@ -98,6 +99,11 @@ int ServeCommand::Run() {
   }
   if (aliases.size() > models.size()) {
     PrintError("unmask serve", "more --alias than -m");
+    return 2;
+  }
+  if (!options.chat_template_file.empty() && models.size() > 1) {
+    PrintError("unmask serve",
+               "--chat-template-file replaces one model's template: serve one -m with it");
     return 2;
   }
 

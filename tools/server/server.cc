@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "common/model_args.h"
+
 #include <httplib.h>
 
 #include <chrono>
@@ -109,6 +111,9 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
     if (!index.ok()) return index.status();
     m->index = *index;
     m->loaded = &engine_->model(m->index);
+    // Before the model is served: nothing reads the tokenizer yet.
+    UNMASK_RETURN_IF_ERROR(
+        tools::ApplyChatTemplateFile(options_.chat_template_file, m->loaded->tokenizer.get()));
     const int64_t model_context = m->loaded->model->config().context_length;
     m->context_length = model_context;
     if (options_.context_length > 0) {

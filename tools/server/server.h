@@ -35,6 +35,7 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port
   std::vector<std::string> model_paths;
   std::vector<std::string> aliases;  // model ids, in the order of model_paths (default: file stem)
+  std::string chat_template_file;    // --chat-template-file: the chat template of the (one) model
   WeightMode weight_mode = WeightMode::kAuto;
   std::shared_ptr<Backend> backend;  // of every model; null: DefaultBackend()
   SchedulerOptions scheduler;

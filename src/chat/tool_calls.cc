@@ -1,0 +1,321 @@
+// Tool calling formats: prompt, grammar and reply parsing (see tool_calls.h).
+#include "chat/tool_calls.h"
+
+#include <cctype>
+#include <string>
+#include <utility>
+
+#include "grammar/json_schema.h"
+
+namespace unmask::chat {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+std::string Trim(std::string_view s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string Dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+const ToolSpec* FindTool(const ToolRequest& request, std::string_view name) {
+  for (const ToolSpec& t : request.tools) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// The tools a reply may call: all of them, or the named one.
+std::vector<const ToolSpec*> Callable(const ToolRequest& request) {
+  std::vector<const ToolSpec*> out;
+  for (const ToolSpec& t : request.tools) {
+    if (request.choice != ToolChoice::kNamed || t.name == request.named) out.push_back(&t);
+  }
+  return out;
+}
+
+// True when `j` holds {"$ref": "#"} (or "#/..." outside $defs/definitions) somewhere: such a
+// reference points at the parameters' own root, which is not the root of the composed schema.
+bool HasRootRef(const ojson& j) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == "$ref" && it.value().is_string()) {
+        const std::string ref = it.value().get<std::string>();
+        if (ref.rfind("#/$defs/", 0) != 0 && ref.rfind("#/definitions/", 0) != 0) return true;
+      }
+      if (HasRootRef(it.value())) return true;
+    }
+  } else if (j.is_array()) {
+    for (const ojson& item : j) {
+      if (HasRootRef(item)) return true;
+    }
+  }
+  return false;
+}
+
+// The schema of one call {"name": <const>, "arguments": <parameters>}; the parameters' $defs and
+// definitions move to `defs` (the composed schema's root, where "#/$defs/..." resolves).
+StatusOr<ojson> CallSchema(const ToolSpec& tool, ojson* defs) {
+  ojson params = tool.parameters.is_object() && !tool.parameters.empty()
+                     ? tool.parameters
+                     : ojson{{"type", "object"}, {"properties", ojson::object()}};
+  for (const char* key : {"$defs", "definitions"}) {
+    auto it = params.find(key);
+    if (it == params.end()) continue;
+    if (!it->is_object()) {
+      return InvalidArgumentError("tool '" + tool.name + "': parameters." + key +
+                                  " must be an object");
+    }
+    ojson& into = (*defs)[key];
+    for (auto d = it->begin(); d != it->end(); ++d) {
+      if (into.contains(d.key()) && into[d.key()] != d.value()) {
+        return InvalidArgumentError("tool '" + tool.name + "' defines " + key + "/" + d.key() +
+                                    " differently from another tool");
+      }
+      into[d.key()] = d.value();
+    }
+    params.erase(it);
+  }
+  if (HasRootRef(params)) {
+    return InvalidArgumentError("tool '" + tool.name +
+                                "': parameters use a $ref to their own root, which tool-call "
+                                "grammars do not support");
+  }
+  return ojson{{"type", "object"},
+               {"properties", {{"name", {{"const", tool.name}}}, {"arguments", params}}},
+               {"required", {"name", "arguments"}}};
+}
+
+// The schema of one call to any callable tool (with the moved $defs at its root).
+StatusOr<ojson> AnyCallSchema(const ToolRequest& request, ojson* defs) {
+  ojson branches = ojson::array();
+  for (const ToolSpec* t : Callable(request)) {
+    UNMASK_ASSIGN_OR_RETURN(ojson s, CallSchema(*t, defs));
+    branches.push_back(std::move(s));
+  }
+  if (branches.empty()) return InvalidArgumentError("no tool named '" + request.named + "'");
+  if (branches.size() == 1) return branches[0];
+  return ojson{{"anyOf", branches}};
+}
+
+// Compiles `schema` (with `defs` at its root) and names its rule `rule` instead of root. The
+// compiler writes its root rule first as "root ::= ..." and never refers to it by name.
+StatusOr<std::string> SchemaRule(ojson schema, const ojson& defs, const std::string& rule,
+                                 const std::string& tool_hint) {
+  for (auto it = defs.begin(); it != defs.end(); ++it) schema[it.key()] = it.value();
+  auto gbnf = grammar::JsonSchemaToGbnf(schema);
+  if (!gbnf.ok()) {
+    return InvalidArgumentError("the parameters of " + tool_hint +
+                                " cannot be turned into a grammar: " + gbnf.status().message());
+  }
+  std::string text = *std::move(gbnf);
+  if (text.rfind("root ::= ", 0) == 0) text = rule + " ::= " + text.substr(9);
+  return text;
+}
+
+std::string ToolHint(const ToolRequest& request) {
+  if (request.choice == ToolChoice::kNamed) return "tool '" + request.named + "'";
+  return request.tools.size() == 1 ? "tool '" + request.tools[0].name + "'" : "a tool";
+}
+
+// One call as OpenAI's tool object.
+ojson ToolObject(const ToolSpec& t) {
+  ojson function = {{"name", t.name}};
+  if (!t.description.empty()) function["description"] = t.description;
+  function["parameters"] = t.parameters.is_object() && !t.parameters.empty()
+                               ? t.parameters
+                               : ojson{{"type", "object"}, {"properties", ojson::object()}};
+  return ojson{{"type", "function"}, {"function", function}};
+}
+
+// Arguments as compact JSON text: an object, or a string that holds one.
+bool ArgumentsText(const ojson& a, std::string* out) {
+  if (a.is_object()) {
+    *out = Dump(a);
+    return true;
+  }
+  if (a.is_string()) {
+    const ojson inner = ojson::parse(a.get<std::string>(), nullptr, false);
+    if (inner.is_object()) {
+      *out = Dump(inner);
+      return true;
+    }
+  }
+  return false;
+}
+
+// {"name": known tool, "arguments": object} -> a call.
+bool ReadCall(const ojson& j, const ToolRequest& request, ParsedToolCall* call) {
+  if (!j.is_object()) return false;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string()) return false;
+  if (FindTool(request, name->get<std::string>()) == nullptr) return false;
+  call->name = name->get<std::string>();
+  auto args = j.find("arguments");
+  if (args == j.end()) args = j.find("parameters");  // Llama 3's spelling
+  if (args == j.end() || args->is_null()) {
+    call->arguments = "{}";
+    return true;
+  }
+  return ArgumentsText(*args, &call->arguments);
+}
+
+}  // namespace
+
+const char* ToolCallFormatName(ToolCallFormat f) {
+  return f == ToolCallFormat::kHermes ? "hermes" : "generic";
+}
+
+ToolCallFormat DetectToolCallFormat(std::string_view chat_template) {
+  const bool reads_tools = chat_template.find("tools") != std::string_view::npos;
+  const bool writes_calls = chat_template.find(kOpen) != std::string_view::npos;
+  return reads_tools && writes_calls ? ToolCallFormat::kHermes : ToolCallFormat::kGeneric;
+}
+
+std::string ToolsJson(const ToolRequest& request) {
+  ojson tools = ojson::array();
+  for (const ToolSpec& t : request.tools) tools.push_back(ToolObject(t));
+  return Dump(tools);
+}
+
+std::vector<ChatMessage> GenericToolMessages(std::span<const ChatMessage> messages,
+                                             const ToolRequest& request) {
+  std::string tools;
+  for (const ToolSpec& t : request.tools) tools += Dump(ToolObject(t)["function"]) + "\n";
+  const bool may_answer =
+      request.choice != ToolChoice::kRequired && request.choice != ToolChoice::kNamed;
+  std::string text = "Tools (name, description, JSON schema of the arguments):\n" + tools +
+                     "Reply with one JSON object only: {\"tool_calls\": [{\"name\": ..., "
+                     "\"arguments\": {...}}" +
+                     (request.parallel ? ", ...]}" : "]}") + " to call " +
+                     (request.parallel ? "tools" : "one tool") +
+                     (may_answer ? ", or {\"response\": \"...\"} to answer." : ".");
+  if (request.choice == ToolChoice::kNamed) text += " Call " + request.named + ".";
+  std::vector<ChatMessage> out;
+  size_t start = 0;
+  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
+    ChatMessage first = messages[0];
+    first.content += (first.content.empty() ? "" : "\n\n") + text;
+    out.push_back(std::move(first));
+    start = 1;
+  } else {
+    out.push_back(ChatMessage{"system", text});
+  }
+  for (size_t i = start; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "assistant" && !m.tool_calls.empty()) {
+      ojson calls = ojson::array();
+      for (const ChatToolCall& c : m.tool_calls) {
+        ojson args = ojson::parse(c.arguments, nullptr, false);
+        calls.push_back(
+            {{"name", c.name}, {"arguments", args.is_discarded() ? ojson(c.arguments) : args}});
+      }
+      out.push_back(ChatMessage{"assistant", Dump(ojson{{"tool_calls", calls}})});
+    } else if (m.role == "tool") {
+      ojson response = {{"content", m.content}};
+      if (!m.tool_call_id.empty()) response["tool_call_id"] = m.tool_call_id;
+      if (!m.name.empty()) response["name"] = m.name;
+      out.push_back(ChatMessage{"user", Dump(ojson{{"tool_response", response}})});
+    } else {
+      ChatMessage plain{m.role, m.content};
+      out.push_back(std::move(plain));
+    }
+  }
+  return out;
+}
+
+StatusOr<std::string> ToolCallGrammar(ToolCallFormat format, const ToolRequest& request) {
+  if (request.choice == ToolChoice::kNone) return std::string();
+  const bool must_call =
+      request.choice == ToolChoice::kRequired || request.choice == ToolChoice::kNamed;
+  if (format == ToolCallFormat::kHermes && !must_call) return std::string();
+  ojson defs = ojson::object();
+  UNMASK_ASSIGN_OR_RETURN(ojson call, AnyCallSchema(request, &defs));
+  const std::string hint = ToolHint(request);
+  if (format == ToolCallFormat::kHermes) {
+    UNMASK_ASSIGN_OR_RETURN(std::string rule, SchemaRule(call, defs, "tool-call-json", hint));
+    std::string root = "root ::= tool-call-block";
+    if (request.parallel) root += " (\"\\n\" tool-call-block)*";
+    return root + "\ntool-call-block ::= " + grammar::GbnfLiteral(std::string(kOpen) + "\n") +
+           " tool-call-json " + grammar::GbnfLiteral("\n" + std::string(kClose)) + "\n" + rule;
+  }
+  ojson calls = {{"type", "array"}, {"items", call}, {"minItems", 1}};
+  if (!request.parallel) calls["maxItems"] = 1;
+  ojson with_calls = {
+      {"type", "object"}, {"properties", {{"tool_calls", calls}}}, {"required", {"tool_calls"}}};
+  ojson schema = with_calls;
+  if (!must_call) {
+    ojson answer = {{"type", "object"},
+                    {"properties", {{"response", {{"type", "string"}}}}},
+                    {"required", {"response"}}};
+    schema = ojson{{"anyOf", {with_calls, answer}}};
+  }
+  return SchemaRule(schema, defs, "root", hint);
+}
+
+ParsedReply ParseToolCalls(ToolCallFormat format, std::string_view text,
+                           const ToolRequest& request) {
+  ParsedReply reply;
+  if (format == ToolCallFormat::kGeneric) {
+    const ojson j = ojson::parse(text, nullptr, false);
+    if (j.is_object()) {
+      if (auto calls = j.find("tool_calls"); calls != j.end() && calls->is_array()) {
+        for (const ojson& c : *calls) {
+          ParsedToolCall call;
+          if (ReadCall(c, request, &call)) reply.calls.push_back(std::move(call));
+        }
+        if (!reply.calls.empty()) return reply;
+      }
+      if (auto r = j.find("response"); r != j.end() && r->is_string()) {
+        reply.content = r->get<std::string>();
+        return reply;
+      }
+    }
+    reply.content = std::string(text);
+    return reply;
+  }
+  size_t pos = 0;
+  std::string content;
+  while (pos < text.size()) {
+    const size_t open = text.find(kOpen, pos);
+    if (open == std::string_view::npos) {
+      content += text.substr(pos);
+      break;
+    }
+    content += text.substr(pos, open - pos);
+    const size_t body = open + kOpen.size();
+    const size_t close = text.find(kClose, body);
+    const size_t end = close == std::string_view::npos ? text.size() : close;
+    const size_t next = close == std::string_view::npos ? text.size() : close + kClose.size();
+    ParsedToolCall call;
+    if (ReadCall(ojson::parse(text.substr(body, end - body), nullptr, false), request, &call)) {
+      reply.calls.push_back(std::move(call));
+    } else {
+      content += text.substr(open, next - open);  // not a call: it stays text
+    }
+    pos = next;
+  }
+  reply.content = reply.calls.empty() ? content : Trim(content);
+  return reply;
+}
+
+size_t StreamableContentLength(ToolCallFormat format, std::string_view text) {
+  if (format == ToolCallFormat::kGeneric) return 0;
+  const size_t open = text.find(kOpen);
+  if (open != std::string_view::npos) return open;
+  // Hold back a tail that may be the start of "<tool_call>".
+  for (size_t keep = std::min(text.size(), kOpen.size() - 1); keep > 0; --keep) {
+    if (text.substr(text.size() - keep) == kOpen.substr(0, keep)) return text.size() - keep;
+  }
+  return text.size();
+}
+
+}  // namespace unmask::chat
