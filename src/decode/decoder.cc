@@ -3,6 +3,8 @@
 #include <string>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 namespace unmask {
 
@@ -28,6 +30,37 @@ std::span<const int32_t> Decoder::committed() const {
   if (mask < 0) return gen;
   const auto first_mask = std::find(gen.begin(), gen.end(), mask);
   return gen.first(static_cast<size_t>(first_mask - gen.begin()));
+}
+
+TokenLogprob LogprobOf(std::span<const float> row, int32_t token, int32_t k) {
+  TokenLogprob lp;
+  lp.token = token;
+  if (row.empty()) return lp;
+  // log_softmax in double: logit - max - log(sum exp(logit - max)).
+  float max = row[0];
+  for (float v : row) max = std::max(max, v);
+  double sum = 0;
+  for (float v : row) sum += std::exp(static_cast<double>(v) - max);
+  const double log_z = static_cast<double>(max) + std::log(sum);
+  if (token >= 0 && static_cast<size_t>(token) < row.size()) {
+    lp.logprob = static_cast<float>(row[static_cast<size_t>(token)] - log_z);
+  }
+  const size_t n = std::min(static_cast<size_t>(std::max(k, 0)), row.size());
+  if (n > 0) {
+    std::vector<int32_t> ids(row.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    // Most likely first; ties to the lower id (deterministic).
+    std::partial_sort(
+        ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+        [&](int32_t a, int32_t b) {
+          return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)] ||
+                 (row[static_cast<size_t>(a)] == row[static_cast<size_t>(b)] && a < b);
+        });
+    for (size_t i = 0; i < n; ++i) {
+      lp.top.emplace_back(ids[i], static_cast<float>(row[static_cast<size_t>(ids[i])] - log_z));
+    }
+  }
+  return lp;
 }
 
 Status CheckMaskAndPrompt(int32_t mask_id, std::span<const int32_t> prompt, int64_t vocab_size) {

@@ -15,8 +15,10 @@
 #ifndef UNMASK_DECODE_DECODER_H_
 #define UNMASK_DECODE_DECODER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -64,10 +66,38 @@ struct DecodeStep {
 // The log-probability of one generated token under the model, and its most likely alternatives
 // (OpenAI's logprobs / top_logprobs). AR: log_softmax of the raw logits of the row the token was
 // drawn from (before penalties, filters and temperature: vLLM's default), in nats.
+// Diffusion decoders: the same, of the row the token was committed from, at the step it was
+// committed (a position re-committed by an edit keeps its last one).
 struct TokenLogprob {
   int32_t token = -1;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // the k most likely tokens, most likely first
+};
+
+// log_softmax(row)[token] (in double, stored as float) and the k most likely ids of `row` (ties
+// to the lower id). `row` is [vocab] logits; k is clamped to the row's length.
+TokenLogprob LogprobOf(std::span<const float> row, int32_t token, int32_t k);
+
+// Per generated position of a diffusion canvas: its TokenLogprob once committed (token -1
+// before). Off until Enable.
+class CommitLogprobs {
+ public:
+  void Enable(int32_t k, int64_t gen_length) {
+    k_ = k;
+    entries_.assign(static_cast<size_t>(std::max<int64_t>(gen_length, 0)), TokenLogprob{});
+  }
+  bool enabled() const { return k_ >= 0; }
+  // Records generated position `index` (outside [0, gen_length): ignored) committed as `token`
+  // from `row`.
+  void Record(int64_t index, std::span<const float> row, int32_t token) {
+    if (k_ < 0 || index < 0 || index >= static_cast<int64_t>(entries_.size())) return;
+    entries_[static_cast<size_t>(index)] = LogprobOf(row, token, k_);
+  }
+  std::span<const TokenLogprob> entries() const { return entries_; }
+
+ private:
+  int32_t k_ = -1;
+  std::vector<TokenLogprob> entries_;
 };
 
 class Decoder {
@@ -105,8 +135,16 @@ class Decoder {
   // The mask token id of a diffusion decoder; -1 for AR.
   virtual int32_t mask_id() const { return -1; }
   // One entry per generated token when the request asked for log-probabilities (AR decoders with
-  // ArParams::logprobs >= 0); empty otherwise.
+  // ArParams::logprobs >= 0, diffusion decoders after EnableLogprobs); empty otherwise.
   virtual std::span<const TokenLogprob> logprobs() const { return {}; }
+  // Diffusion decoders: record each committed token's log-probability and k alternatives (k in
+  // [0, 20]) from the row it is committed from. Call before the first Update. Unimplemented for a
+  // decoder that does not report them (and for AR, whose ArParams::logprobs does it).
+  virtual Status EnableLogprobs(int32_t k) {
+    (void)k;
+    return UnimplementedError(std::string(DecoderKindName(kind())) +
+                              " decoding does not report log-probabilities");
+  }
   virtual int64_t nfe() const = 0;  // forward passes so far (a CFG pair counts once)
   // Positions a steady step of this decoder feeds, for the scheduler's token budget: the whole
   // canvas (prompt included) for diffusion and Dream, 1 for AR after its prefill.

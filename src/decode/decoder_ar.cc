@@ -103,33 +103,7 @@ StatusOr<const BatchPlan*> ArDecoder::Plan() {
 }
 
 bool ArDecoder::Commit(int32_t t, std::span<const float> row, ArStepResult* result) {
-  if (params_.logprobs >= 0) {
-    // log_softmax in double: logit - max - log(sum exp(logit - max)).
-    float max = row[0];
-    for (float v : row) max = std::max(max, v);
-    double sum = 0;
-    for (float v : row) sum += std::exp(static_cast<double>(v) - max);
-    const double log_z = static_cast<double>(max) + std::log(sum);
-    TokenLogprob lp;
-    lp.token = t;
-    lp.logprob = static_cast<float>(row[static_cast<size_t>(t)] - log_z);
-    const size_t k = std::min(static_cast<size_t>(params_.logprobs), row.size());
-    if (k > 0) {
-      std::vector<int32_t> ids(row.size());
-      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-      // Most likely first; ties to the lower id (deterministic).
-      std::partial_sort(
-          ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
-          [&](int32_t a, int32_t b) {
-            return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)] ||
-                   (row[static_cast<size_t>(a)] == row[static_cast<size_t>(b)] && a < b);
-          });
-      for (size_t i = 0; i < k; ++i) {
-        lp.top.emplace_back(ids[i], static_cast<float>(row[static_cast<size_t>(ids[i])] - log_z));
-      }
-    }
-    logprobs_.push_back(std::move(lp));
-  }
+  if (params_.logprobs >= 0) logprobs_.push_back(LogprobOf(row, t, params_.logprobs));
   tokens_.push_back(t);
   result->tokens.push_back(t);
   if (constraint_ != nullptr && (!constraint_->Accept(t).ok() || constraint_->Complete())) {

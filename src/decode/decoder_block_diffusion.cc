@@ -239,10 +239,13 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
   std::vector<double> scratch;
   std::vector<int32_t> order;
   const bool want_entropy = params_.remasking == BlockRemasking::kEntropyBounded;
+  step_logits_ = logits.as<float>();
+  if (commit_lp_.enabled()) row_of_j_.assign(static_cast<size_t>(b), -1);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t j = plan_rows_[static_cast<size_t>(r)];
     const std::span<const float> row(logits.as<float>() + r * vocab_size_,
                                      static_cast<size_t>(vocab_size_));
+    if (commit_lp_.enabled()) row_of_j_[static_cast<size_t>(j)] = r;
     const Sampled s = SampleRow(row, params_, rng_, rng_step, static_cast<uint32_t>(start + j),
                                 want_entropy, scratch, order);
     x0[static_cast<size_t>(j)] = s.token == mask_id_ ? BestNonMaskToken(row, mask_id_) : s.token;
@@ -306,6 +309,7 @@ Status BlockDiffusionDecoder::Update(const TensorView& logits, DecodeStep* step)
   }
   for (int32_t j : chosen) {
     x[j] = x0[static_cast<size_t>(j)];
+    RecordCommit(start, j, x0[static_cast<size_t>(j)]);
     out.committed_positions.push_back(static_cast<int32_t>(start + j));
   }
   ++block_step_;
@@ -355,6 +359,7 @@ Status BlockDiffusionDecoder::UpdateJoint(int32_t* x, const std::vector<int32_t>
   }
   for (int32_t j : chosen) {
     x[j] = x0[static_cast<size_t>(j)];
+    RecordCommit(start, j, x0[static_cast<size_t>(j)]);
     out.committed_positions.push_back(static_cast<int32_t>(start + j));
   }
   ++block_step_;
@@ -380,6 +385,24 @@ std::span<const int32_t> BlockDiffusionDecoder::committed() const {
   if (Done()) return gen;
   const int64_t finished = std::max<int64_t>(BlockStart() - prompt_length_, 0);
   return gen.first(std::min(gen.size(), static_cast<size_t>(finished)));
+}
+
+void BlockDiffusionDecoder::RecordCommit(int64_t start, int32_t j, int32_t token) {
+  if (!commit_lp_.enabled()) return;
+  const int64_t r = row_of_j_[static_cast<size_t>(j)];
+  if (r < 0) return;
+  commit_lp_.Record(
+      start + j - prompt_length_,
+      std::span<const float>(step_logits_ + r * vocab_size_, static_cast<size_t>(vocab_size_)),
+      token);
+}
+
+Status BlockDiffusionDecoder::EnableLogprobs(int32_t k) {
+  if (k < 0 || k > 20) {
+    return InvalidArgumentError("logprobs: k must be in [0, 20], got " + std::to_string(k));
+  }
+  commit_lp_.Enable(k, static_cast<int64_t>(canvas_.size()) - prompt_length_);
+  return Status::Ok();
 }
 
 }  // namespace unmask

@@ -97,6 +97,11 @@ class BlockDiffusionDecoder final : public Decoder {
   std::span<const int32_t> canvas() const { return canvas_; }
   // [num_blocks * B - prompt_length]: everything after the prompt, mask id where still masked.
   std::span<const int32_t> generated() const override;
+  // Commit-time log-probabilities (Decoder::EnableLogprobs): of the row each token was committed
+  // from, the model's logits (before temperature, top-k and top-p); an edited position keeps its
+  // last commit's.
+  Status EnableLogprobs(int32_t k) override;
+  std::span<const TokenLogprob> logprobs() const override { return commit_lp_.entries(); }
   // The streaming view: the generated positions of finished blocks only (a block's tokens can
   // still change until it is finished: the over-commit rewrite), up to the first mask.
   std::span<const int32_t> committed() const override;
@@ -128,6 +133,12 @@ class BlockDiffusionDecoder final : public Decoder {
   int64_t prompt_length_ = 0;
   int64_t num_blocks_ = 0;
   std::vector<int32_t> canvas_;
+  CommitLogprobs commit_lp_;
+  // This Update's logits and the row of each block offset (-1: none), for commit_lp_.
+  const float* step_logits_ = nullptr;
+  std::vector<int64_t> row_of_j_;
+  // Records block offset j (block start `start`) committed as `token` when logprobs are on.
+  void RecordCommit(int64_t start, int32_t j, int32_t token);
   int32_t kv_seq_ = 0;
   CounterRng rng_{0};
 

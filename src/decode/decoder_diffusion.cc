@@ -271,12 +271,26 @@ Status DiffusionDecoder::Update(const TensorView& logits, DiffusionStepResult* r
     const int32_t pos = rows_[static_cast<size_t>(r)];
     canvas_[static_cast<size_t>(pos)] = x0[static_cast<size_t>(r)];
     if (!uncond_.empty()) uncond_[static_cast<size_t>(pos)] = x0[static_cast<size_t>(r)];
+    if (commit_lp_.enabled()) {
+      commit_lp_.Record(pos - prompt_length_,
+                        std::span<const float>(combined_.data() + int64_t{r} * vocab_size_,
+                                               static_cast<size_t>(vocab_size_)),
+                        x0[static_cast<size_t>(r)]);
+    }
     if (result != nullptr) result->committed_positions.push_back(pos);
   }
   ++step_;
   ++step_in_block_;
   planned_ = false;
   Advance(result);
+  return Status::Ok();
+}
+
+Status DiffusionDecoder::EnableLogprobs(int32_t k) {
+  if (k < 0 || k > 20) {
+    return InvalidArgumentError("logprobs: k must be in [0, 20], got " + std::to_string(k));
+  }
+  commit_lp_.Enable(k, static_cast<int64_t>(generated().size()));
   return Status::Ok();
 }
 

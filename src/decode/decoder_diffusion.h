@@ -108,6 +108,11 @@ class DiffusionDecoder final : public Decoder {
   std::span<const int32_t> canvas() const { return canvas_; }
   // The generated part of the canvas: [gen_length].
   std::span<const int32_t> generated() const override;
+  // Commit-time log-probabilities (Decoder::EnableLogprobs): of the row each token was committed
+  // from, after classifier-free guidance and the -inf of logits_eos_inf / the mask id, before the
+  // Gumbel temperature.
+  Status EnableLogprobs(int32_t k) override;
+  std::span<const TokenLogprob> logprobs() const override { return commit_lp_.entries(); }
   int64_t step() const { return step_; }
   int64_t nfe() const override { return step_; }  // one forward pass (batched with CFG) per step
   int64_t step_positions() const override { return static_cast<int64_t>(canvas_.size()); }
@@ -130,6 +135,7 @@ class DiffusionDecoder final : public Decoder {
   bool shift_ = false;
   CounterRng rng_{0};
   std::vector<int32_t> canvas_;
+  CommitLogprobs commit_lp_;
   std::vector<int32_t> uncond_;    // CFG: canvas with prompt positions masked
   std::vector<int64_t> schedule_;  // transfer counts of the current block (fixed rule)
   std::optional<CreditTracker> credit_;

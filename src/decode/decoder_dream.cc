@@ -146,10 +146,19 @@ Status DreamDecoder::Update(const TensorView& logits, DreamStepResult* result) {
     const int32_t i = candidates[static_cast<size_t>(c)];
     const int32_t pos = masked_[static_cast<size_t>(i)];
     canvas_[static_cast<size_t>(pos)] = samples[static_cast<size_t>(c)].token;
+    commit_lp_.Record(pos - prompt_length_, row(i), samples[static_cast<size_t>(c)].token);
     if (result != nullptr) result->committed_positions.push_back(pos);
   }
   ++step_;
   planned_ = false;
+  return Status::Ok();
+}
+
+Status DreamDecoder::EnableLogprobs(int32_t k) {
+  if (k < 0 || k > 20) {
+    return InvalidArgumentError("logprobs: k must be in [0, 20], got " + std::to_string(k));
+  }
+  commit_lp_.Enable(k, static_cast<int64_t>(generated().size()));
   return Status::Ok();
 }
 

@@ -72,7 +72,13 @@ class DreamDecoder final : public Decoder {
   int64_t prompt_length() const override { return prompt_length_; }
   // [prompt_length + gen_length]: prompt, then generated tokens (mask id where still masked).
   std::span<const int32_t> canvas() const { return canvas_; }
-  std::span<const int32_t> generated() const override;  // [gen_length]
+  std::span<const int32_t> generated() const override;
+  // Commit-time log-probabilities (Decoder::EnableLogprobs): of the row each token was committed
+  // from, the model's logits (before Dream's temperature, top-k and top-p).
+  Status EnableLogprobs(int32_t k) override;
+  std::span<const TokenLogprob> logprobs() const override {
+    return commit_lp_.entries();
+  }  // [gen_length]
   int64_t step() const { return step_; }
   int64_t nfe() const override { return step_; }  // one forward pass per step
   int64_t step_positions() const override { return static_cast<int64_t>(canvas_.size()); }
@@ -89,6 +95,7 @@ class DreamDecoder final : public Decoder {
   CounterRng rng_{0};
   std::vector<float> timesteps_;  // [steps + 1]
   std::vector<int32_t> canvas_;
+  CommitLogprobs commit_lp_;
   int64_t step_ = 0;
   std::vector<int32_t> masked_;  // masked positions of this step, ascending
   std::vector<int32_t> rows_;    // logit rows of this step, ascending, unique

@@ -8,8 +8,7 @@ namespace {
 
 // Parameters only the AR decoder uses. top_k and top_p are also Dream's sampler's. (Stop strings
 // and ignore_eos act on the text, engine/text_stream.h, for every kind.)
-constexpr std::array<std::string_view, 16> kArOnly = {"n_predict",
-                                                      "logprobs",
+constexpr std::array<std::string_view, 15> kArOnly = {"n_predict",
                                                       "top_k",
                                                       "top_p",
                                                       "min_p",
@@ -235,6 +234,17 @@ StatusOr<int64_t> UntilDoneLength(const ModelConfig& config, std::string_view na
   return room;
 }
 
+namespace {
+
+// Diffusion decoders: the request's logprobs (DecodeOptions::ar.logprobs, as the AR decoder takes
+// it) as commit-time log-probabilities.
+Status EnableCommitLogprobs(const DecodeOptions& o, Decoder* d) {
+  if (o.ar.logprobs < 0) return Status::Ok();
+  return d->EnableLogprobs(o.ar.logprobs);
+}
+
+}  // namespace
+
 StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const int32_t> prompt,
                                    const DecodeOptions& o) {
   if (model.config == nullptr) return InvalidArgumentError("MakeDecoder: no model config");
@@ -393,6 +403,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       }
       d.set_kv_seq(o.kv_seq);
       out.decoder = std::make_unique<DiffusionDecoder>(std::move(d));
+      UNMASK_RETURN_IF_ERROR(EnableCommitLogprobs(o, out.decoder.get()));
       return out;
     }
     case DecoderKind::kFastDllmV2: {
@@ -415,6 +426,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
                               FastDllmV2Decoder::Create(p, model.ids.mask, prompt, c.context_length,
                                                         c.vocab_size, o.kv_seq));
       out.decoder = std::make_unique<FastDllmV2Decoder>(std::move(d));
+      UNMASK_RETURN_IF_ERROR(EnableCommitLogprobs(o, out.decoder.get()));
       return out;
     }
     case DecoderKind::kBlockDiffusion: {
@@ -424,6 +436,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
           BlockDiffusionDecoder::Create(out.block, model.ids.mask, prompt, c.context_length,
                                         c.vocab_size, o.kv_seq));
       out.decoder = std::make_unique<BlockDiffusionDecoder>(std::move(d));
+      UNMASK_RETURN_IF_ERROR(EnableCommitLogprobs(o, out.decoder.get()));
       return out;
     }
     case DecoderKind::kDream: {
@@ -447,6 +460,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
             std::to_string(c.context_length) + "), the most forwards a request may take");
       }
       out.decoder = std::make_unique<DreamDecoder>(std::move(d));
+      UNMASK_RETURN_IF_ERROR(EnableCommitLogprobs(o, out.decoder.get()));
       return out;
     }
   }

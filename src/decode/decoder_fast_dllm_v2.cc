@@ -158,6 +158,7 @@ void FastDllmV2Decoder::StartBlock() {
 
 void FastDllmV2Decoder::AppendArgmax(std::span<const float> row) {
   canvas_[static_cast<size_t>(length_)] = ArgMaxRow(row);
+  commit_lp_.Record(length_ - prompt_length_, row, canvas_[static_cast<size_t>(length_)]);
   ++length_;
 }
 
@@ -246,6 +247,7 @@ Status FastDllmV2Decoder::Update(const TensorView& logits, DecodeStep* step) {
   std::vector<int32_t> order;
   std::vector<double> conf(static_cast<size_t>(e - s), -std::numeric_limits<double>::infinity());
   std::vector<int32_t> x1(static_cast<size_t>(e - s), 0);
+  std::vector<int64_t> row_of(static_cast<size_t>(e - s), -1);
   size_t r = 0;
   for (int64_t j = s; j < e; ++j) {
     if (x[j] != mask_id_) continue;
@@ -256,6 +258,7 @@ Status FastDllmV2Decoder::Update(const TensorView& logits, DecodeStep* step) {
     x1[static_cast<size_t>(j - s)] =
         c.token == mask_id_ ? BestNonMaskToken(row(static_cast<int64_t>(r)), mask_id_) : c.token;
     conf[static_cast<size_t>(j - s)] = c.confidence;
+    row_of[static_cast<size_t>(j - s)] = static_cast<int64_t>(r);
   }
   const size_t best =
       static_cast<size_t>(std::max_element(conf.begin(), conf.end()) - conf.begin());
@@ -263,6 +266,7 @@ Status FastDllmV2Decoder::Update(const TensorView& logits, DecodeStep* step) {
     const size_t k = static_cast<size_t>(j - s);
     if (x[j] != mask_id_ || !(conf[k] > params_.threshold || k == best)) continue;
     x[j] = x1[k];
+    if (commit_lp_.enabled()) commit_lp_.Record(lo + j - prompt_length_, row(row_of[k]), x1[k]);
     out.committed_positions.push_back(static_cast<int32_t>(lo + j));
     if (x1[k] == params_.stop_token) finished_ = true;
   }
@@ -287,6 +291,14 @@ std::span<const int32_t> FastDllmV2Decoder::committed() const {
   if (Done()) return gen;
   const int64_t finished = std::max<int64_t>(BlockStart() - prompt_length_, 0);
   return gen.first(std::min(gen.size(), static_cast<size_t>(finished)));
+}
+
+Status FastDllmV2Decoder::EnableLogprobs(int32_t k) {
+  if (k < 0 || k > 20) {
+    return InvalidArgumentError("logprobs: k must be in [0, 20], got " + std::to_string(k));
+  }
+  commit_lp_.Enable(k, static_cast<int64_t>(canvas_.size()) - prompt_length_);
+  return Status::Ok();
 }
 
 }  // namespace unmask

@@ -81,6 +81,10 @@ class FastDllmV2Decoder final : public Decoder {
   int32_t mask_id() const override { return mask_id_; }
   int64_t prompt_length() const override { return prompt_length_; }
   std::span<const int32_t> generated() const override;
+  // Commit-time log-probabilities (Decoder::EnableLogprobs): of the row each token was committed
+  // from, the model's logits (before temperature and top-p).
+  Status EnableLogprobs(int32_t k) override;
+  std::span<const TokenLogprob> logprobs() const override { return commit_lp_.entries(); }
   // The streaming view: the generated positions of finished blocks only (a block's tokens can
   // still change until it is finished: the over-commit rewrite), up to the first mask.
   std::span<const int32_t> committed() const override;
@@ -101,7 +105,8 @@ class FastDllmV2Decoder final : public Decoder {
   int64_t vocab_size_ = 0;
   int64_t prompt_length_ = 0;
   int64_t num_blocks_ = 0;
-  std::vector<int32_t> canvas_;  // [num_blocks * B + 1], used up to length_
+  std::vector<int32_t> canvas_;
+  CommitLogprobs commit_lp_;  // [num_blocks * B + 1], used up to length_
   int64_t length_ = 0;
   int32_t kv_seq_ = 0;
   CounterRng rng_{0};

@@ -394,5 +394,39 @@ TEST(BlockDiffusionDecoderTest, SamplingAtTemperatureIsDeterministicPerSeed) {
   EXPECT_NE(run(1), run(2));
 }
 
+// Commit-time log-probabilities: a peaked row with peak v at token t over 16 ids has
+// log p(t) = v - log(e^v + 15), recorded for each position at the step it was committed.
+TEST(BlockDiffusionDecoderTest, LogprobsAreThoseOfTheCommitStep) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 4};
+  BlockParams p = Params(BlockRemasking::kLowConfidenceDynamic, 4, 4, 4);
+  p.confidence_threshold = 0.9;
+  auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->EnableLogprobs(2).ok());
+  std::vector<float> none;
+  ASSERT_TRUE(d->Plan().ok());
+  ASSERT_TRUE(d->Update(TensorView{none.data(), DType::kF32, Shape{0, kVocab}}, nullptr).ok());
+  // Step 1 commits 5 and 6 (peak 20); step 2 commits 7 (peak 2) and step 3 the rest (peak 3).
+  Step(*d, [](int64_t pos) {
+    return std::pair<int32_t, float>{3, pos == 5 || pos == 6 ? 20.0f : 1.0f};
+  });
+  Step(*d, [](int64_t pos) { return std::pair<int32_t, float>{6, pos == 7 ? 2.0f : 1.0f}; });
+  Step(*d, [](int64_t) { return std::pair<int32_t, float>{9, 3.0f}; });
+  const auto lp = d->logprobs();
+  ASSERT_GE(lp.size(), 4u);
+  const auto logp = [](double v) { return v - std::log(std::exp(v) + 15.0); };
+  const int32_t want_token[4] = {9, 3, 3, 6};  // positions 4 (last step), 5, 6, 7
+  const double want_peak[4] = {3, 20, 20, 2};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(lp[i].token, want_token[i]) << i;
+    EXPECT_EQ(d->generated()[i], want_token[i]) << i;
+    EXPECT_NEAR(lp[i].logprob, logp(want_peak[i]), 1e-5) << i;
+    ASSERT_EQ(lp[i].top.size(), 2u);
+    EXPECT_EQ(lp[i].top[0].first, want_token[i]);
+    EXPECT_EQ(lp[i].top[1].first, 0);  // the ties at logit 0: the lowest id
+    EXPECT_NEAR(lp[i].top[1].second, logp(want_peak[i]) - want_peak[i], 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace unmask

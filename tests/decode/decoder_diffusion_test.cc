@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -337,6 +338,64 @@ TEST(DiffusionDecoderTest, RejectsLogitsOfTheWrongShape) {
   DiffusionStepResult r;
   EXPECT_EQ(d.Update(View(t, 3), &r).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(d.step(), 0);
+}
+
+// Commit-time log-probabilities: each generated position's entry is log_softmax of the row it was
+// committed from, at that step (checked against a log-softmax computed here), with the k most
+// likely ids; positions not committed yet have none.
+TEST(DiffusionDecoderTest, LogprobsAreTheCommitRowsLogSoftmax) {
+  DiffusionParams p;
+  p.gen_length = 6;
+  p.block_length = 3;
+  p.steps = 6;  // one commit per step
+  p.temperature = 0;
+  DiffusionDecoder d = MakeDecoder(p, {1, 2});
+  ASSERT_TRUE(d.EnableLogprobs(3).ok());
+  EXPECT_FALSE(d.EnableLogprobs(21).ok());
+  ASSERT_TRUE(d.EnableLogprobs(3).ok());
+  // Rows that differ by step and position (none favours the mask id).
+  int step = 0;
+  auto row_at = [&](int, int pos) {
+    std::vector<float> row(kVocab);
+    for (int t = 0; t < kVocab; ++t) {
+      row[static_cast<size_t>(t)] = static_cast<float>(3.0 * std::sin(step * 7.0 + pos * 3.0 + t));
+    }
+    row[kMask] = -5;
+    return row;
+  };
+  std::vector<std::vector<float>> committed_row(static_cast<size_t>(p.gen_length));
+  while (!d.Done()) {
+    const std::vector<int32_t> committed = Step(d, row_at);
+    for (int32_t pos : committed) committed_row[static_cast<size_t>(pos - 2)] = row_at(0, pos);
+    if (step == 2) {
+      // Mid-way: the positions still masked have no entry yet.
+      for (size_t i = 0; i < committed_row.size(); ++i) {
+        if (committed_row[i].empty()) {
+          EXPECT_EQ(d.logprobs()[i].token, -1) << i;
+        }
+      }
+    }
+    ++step;
+  }
+  ASSERT_EQ(d.logprobs().size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    const std::vector<float>& row = committed_row[i];
+    ASSERT_FALSE(row.empty()) << i;
+    double z = 0;
+    for (float v : row) z += std::exp(double{v});
+    const TokenLogprob& lp = d.logprobs()[i];
+    EXPECT_EQ(lp.token, d.generated()[i]);
+    EXPECT_NEAR(lp.logprob, row[static_cast<size_t>(lp.token)] - std::log(z), 1e-5) << i;
+    ASSERT_EQ(lp.top.size(), 3u);
+    std::vector<int> ids(kVocab);
+    for (int t = 0; t < kVocab; ++t) ids[static_cast<size_t>(t)] = t;
+    std::sort(ids.begin(), ids.end(), [&](int a, int b) { return row[a] > row[b]; });
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(lp.top[k].first, ids[k]) << i;
+      EXPECT_NEAR(lp.top[k].second, row[static_cast<size_t>(ids[k])] - std::log(z), 1e-5);
+    }
+    EXPECT_EQ(lp.top[0].first, lp.token);  // greedy: the most likely token is committed
+  }
 }
 
 }  // namespace

@@ -349,5 +349,35 @@ TEST(DreamDecoderTest, OriginLastStepCommitsEveryMaskInPositionOrder) {
             (std::vector<int32_t>{2, 0, 1}));
 }
 
+// Commit-time log-probabilities: every logit row holds the same values, so each committed
+// token's entry is log_softmax of that row at its token (shift_logits off: row i is position i's).
+TEST(DreamDecoderTest, LogprobsAreThoseOfTheCommitRow) {
+  DreamParams p = Params(DreamAlg::kMaskGitPlus);
+  p.gen_length = 3;
+  p.steps = 3;
+  const int32_t mask = 9;
+  const std::vector<int32_t> prompt = {1, 2};
+  auto d = DreamDecoder::Create(p, mask, false, prompt, 16, 10);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->EnableLogprobs(1).ok());
+  const std::vector<float> row = {0.5f, 2.0f, 4.0f, 1.0f, 0, 0, 0, 0, 0, -3.0f};
+  double z = 0;
+  for (float v : row) z += std::exp(double{v});
+  while (!d->Done()) {
+    const BatchPlan& plan = (*d->Plan().value());
+    const int64_t rows = plan.num_logit_rows();
+    std::vector<float> l;
+    for (int64_t r = 0; r < rows; ++r) l.insert(l.end(), row.begin(), row.end());
+    ASSERT_TRUE(d->Update(TensorView{l.data(), DType::kF32, Shape{rows, 10}}, nullptr).ok());
+  }
+  ASSERT_EQ(d->logprobs().size(), 3u);
+  for (const TokenLogprob& lp : d->logprobs()) {
+    EXPECT_EQ(lp.token, 2);
+    EXPECT_NEAR(lp.logprob, 4.0 - std::log(z), 1e-5);
+    ASSERT_EQ(lp.top.size(), 1u);
+    EXPECT_EQ(lp.top[0].first, 2);
+  }
+}
+
 }  // namespace
 }  // namespace unmask

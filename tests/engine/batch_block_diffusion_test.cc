@@ -1,8 +1,9 @@
 // Batched block diffusion (engine/step.h StepBatch via RunToCompletion): SDAR and Fast-dLLM v2
 // requests at different blocks and steps - ragged prompts, different strategies, block lengths
 // and step counts - share one forward per step, each with its own KV cache rows, and each gives
-// exactly the tokens (and NFE) of running alone at temperature 0. Models: the tiny HF checkpoints
-// of tests/data/hf (scripts/make_hf_checkpoints.py).
+// exactly the tokens (and NFE) of running alone at temperature 0, and the same commit-time
+// log-probabilities. Models: the tiny HF checkpoints of tests/data/hf
+// (scripts/make_hf_checkpoints.py).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -29,11 +30,25 @@ void ExpectBatchEqualsSolo(const Model& m,
                            const std::function<std::vector<std::unique_ptr<Decoder>>()>& make) {
   std::vector<std::vector<int32_t>> solo;
   std::vector<int64_t> solo_nfe;
+  std::vector<std::vector<TokenLogprob>> solo_lp;
   for (auto& d : make()) {
     Decoder* const one[1] = {d.get()};
     ASSERT_TRUE(RunToCompletion(m, one, nullptr).ok());
     solo.emplace_back(d->generated().begin(), d->generated().end());
     solo_nfe.push_back(d->nfe());
+    solo_lp.emplace_back(d->logprobs().begin(), d->logprobs().end());
+    // Every committed position has its entry: its token, a log-probability <= 0, and two
+    // alternatives most likely first.
+    ASSERT_GE(d->logprobs().size(), d->generated().size());
+    for (size_t i = 0; i < d->generated().size(); ++i) {
+      const TokenLogprob& lp = d->logprobs()[i];
+      if (d->generated()[i] == kMask) continue;
+      EXPECT_EQ(lp.token, d->generated()[i]) << i;
+      EXPECT_LE(lp.logprob, 0.0f);
+      ASSERT_EQ(lp.top.size(), 2u);
+      EXPECT_GE(lp.top[0].second, lp.top[1].second);
+      EXPECT_GE(lp.top[0].second, lp.logprob);
+    }
   }
   std::vector<std::unique_ptr<Decoder>> owned = make();
   std::vector<Decoder*> batch;
@@ -46,6 +61,12 @@ void ExpectBatchEqualsSolo(const Model& m,
               solo[i])
         << "request " << i;
     EXPECT_EQ(batch[i]->nfe(), solo_nfe[i]) << "request " << i;
+    ASSERT_EQ(batch[i]->logprobs().size(), solo_lp[i].size());
+    for (size_t k = 0; k < solo_lp[i].size(); ++k) {
+      EXPECT_EQ(batch[i]->logprobs()[k].token, solo_lp[i][k].token);
+      // The batched forward's logits equal the solo ones up to GEMM rounding.
+      EXPECT_NEAR(batch[i]->logprobs()[k].logprob, solo_lp[i][k].logprob, 1e-3);
+    }
     max_nfe = std::max(max_nfe, batch[i]->nfe());
   }
   EXPECT_EQ(stats->nfe, max_nfe);  // one batched forward per step of the longest request
@@ -77,6 +98,7 @@ TEST(BatchBlockDiffusionTest, SdarRequestsAtDifferentBlocksAndStepsMatchTheirSol
                                              c.context_length, c.vocab_size);
       EXPECT_TRUE(d.ok()) << d.status().ToString();
       out.push_back(std::make_unique<BlockDiffusionDecoder>(std::move(d).value()));
+      EXPECT_TRUE(out.back()->EnableLogprobs(2).ok());
     }
     return out;
   };
@@ -103,6 +125,7 @@ TEST(BatchBlockDiffusionTest, FastDllmV2RequestsMatchTheirSoloRuns) {
                                          c.context_length, c.vocab_size);
       EXPECT_TRUE(d.ok()) << d.status().ToString();
       out.push_back(std::make_unique<FastDllmV2Decoder>(std::move(d).value()));
+      EXPECT_TRUE(out.back()->EnableLogprobs(2).ok());
     }
     return out;
   };

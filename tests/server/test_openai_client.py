@@ -157,31 +157,42 @@ def t_n_and_echo(url, client):
           "chat n=2: two messages")
 
 
-def t_logprobs(url, client):
-    """AR logprobs: one entry per returned token, the token's log-probability, k alternatives most
-    likely first; greedy picks the most likely; chat's format; a diffusion model refuses."""
-    r = complete(client, AR_ID, max_tokens=12, logprobs=3)
+def check_completion_logprobs(r, k, what):
+    """One entry per returned token whose texts make the text; every log-probability <= 0 with k
+    alternatives, the greedy token the most likely, the alternatives' probabilities summing <= 1."""
     lp = r.choices[0].logprobs
     check(lp is not None and len(lp.tokens) == r.usage.completion_tokens == len(lp.token_logprobs)
           and "".join(lp.tokens) == r.choices[0].text,
-          "completions logprobs: a token per returned token, their texts make the text",
+          f"{what}: a token per returned token, their texts make the text",
           f"{lp} vs {r.choices[0].text!r}")
-    ok = all(v <= 0 for v in lp.token_logprobs) and all(len(t) == 3 for t in lp.top_logprobs)
+    ok = all(v <= 0 for v in lp.token_logprobs) and all(len(t) == k for t in lp.top_logprobs)
     ok = ok and all(abs(max(t.values()) - v) < 1e-6 for t, v in zip(lp.top_logprobs,
                                                                       lp.token_logprobs))
     ok = ok and all(sum(math.exp(x) for x in t.values()) <= 1 + 1e-6 for t in lp.top_logprobs)
-    check(ok, "logprobs <= 0, 3 alternatives, greedy = the most likely, probabilities sum <= 1",
-          str(lp)[:400])
+    check(ok, f"{what}: logprobs <= 0, {k} alternatives, greedy = the most likely, "
+          "probabilities sum <= 1", str(lp)[:400])
+    return lp
+
+
+def t_logprobs(url, client):
+    """logprobs: one entry per returned token, the token's log-probability, k alternatives most
+    likely first; greedy picks the most likely; chat's format; streaming; diffusion models report
+    each committed token's probability at commit time."""
+    r = complete(client, AR_ID, max_tokens=12, logprobs=3)
+    lp = check_completion_logprobs(r, 3, "completions logprobs")
     check(lp.text_offset[0] == 0 and all(b >= a for a, b in zip(lp.text_offset, lp.text_offset[1:])),
           "text_offset ascending from 0", str(lp.text_offset))
-    c = client.chat.completions.create(model=AR_ID, max_tokens=8, temperature=0, logprobs=True,
-                                       top_logprobs=2,
-                                       messages=[{"role": "user", "content": PROMPT}])
-    content = c.choices[0].logprobs.content
-    check(len(content) == c.usage.completion_tokens
-          and all(len(t.top_logprobs) == 2 and t.top_logprobs[0].token == t.token for t in content)
-          and all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in content),
-          "chat logprobs: content entries with bytes and 2 alternatives", str(content)[:400])
+    for model, k in ((AR_ID, 2), (LLADA_ID, 1)):
+        c = client.chat.completions.create(model=model, max_tokens=8, temperature=0, logprobs=True,
+                                           top_logprobs=k,
+                                           messages=[{"role": "user", "content": PROMPT}])
+        content = c.choices[0].logprobs.content
+        check(len(content) == c.usage.completion_tokens
+              and all(len(t.top_logprobs) == k and t.top_logprobs[0].token == t.token
+                      for t in content)
+              and all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in content),
+              f"{model} chat logprobs: content entries with bytes and {k} alternatives",
+              str(content)[:400])
     plain = complete(client, AR_ID, max_tokens=12)
     check(plain.choices[0].logprobs is None, "no logprobs unless asked")
     stream = client.completions.create(model=AR_ID, prompt=PROMPT, max_tokens=12, temperature=0,
@@ -189,10 +200,11 @@ def t_logprobs(url, client):
     got = [ch.choices[0].logprobs for ch in stream if ch.choices and ch.choices[0].logprobs]
     check(len(got) == 1 and got[0].token_logprobs == lp.token_logprobs,
           "stream: the logprobs come with the choice's last chunk", str(got)[:300])
-    e = expect_status(lambda: complete(client, LLADA_ID, max_tokens=8, logprobs=2),
-                      openai.BadRequestError, 400)
-    check("logprobs" in error_message(e)[0], "logprobs on a diffusion model -> 400 naming it",
-          error_message(e)[0])
+    # Diffusion: the committed tokens' probabilities at commit time (greedy: the committed token is
+    # the most likely of its row, so it heads its alternatives).
+    check_completion_logprobs(complete(client, LLADA_ID, max_tokens=16, temperature=0, logprobs=3,
+                                       extra_body={"block_length": 8, "steps": 16}),
+                              3, "diffusion logprobs")
 
 
 # Structured output: each schema uses keywords the compiler supports (nesting, enums, arrays,

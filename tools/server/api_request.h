@@ -72,7 +72,7 @@ struct ApiRequest {
   int64_t n = 1;            // choices: n requests on one model (seeds seed, seed + 1, ...)
   bool echo = false;        // completions: the prompt text before each choice's text
   // -1: off; k >= 0: each token's log-probability and k alternatives (completions: logprobs = k;
-  // chat: logprobs true, top_logprobs = k). AR models only.
+  // chat: logprobs true, top_logprobs = k). Diffusion models: at commit time.
   int32_t logprobs = -1;
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;
