@@ -42,55 +42,46 @@ std::vector<const ToolSpec*> Callable(const ToolRequest& request) {
   return out;
 }
 
-// True when `j` holds {"$ref": "#"} (or "#/..." outside $defs/definitions) somewhere: such a
-// reference points at the parameters' own root, which is not the root of the composed schema.
-bool HasRootRef(const ojson& j) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.key() == "$ref" && it.value().is_string()) {
-        const std::string ref = it.value().get<std::string>();
-        if (ref.rfind("#/$defs/", 0) != 0 && ref.rfind("#/definitions/", 0) != 0) return true;
-      }
-      if (HasRootRef(it.value())) return true;
-    }
-  } else if (j.is_array()) {
-    for (const ojson& item : j) {
-      if (HasRootRef(item)) return true;
+// `j` with every local $ref ("#", "#/...") moved under `base` (the JSON pointer where `j` now
+// sits in the composed schema), so that references into the parameters still resolve.
+ojson Rebase(const ojson& j, const std::string& base) {
+  if (j.is_array()) {
+    ojson out = ojson::array();
+    for (const ojson& item : j) out.push_back(Rebase(item, base));
+    return out;
+  }
+  if (!j.is_object()) return j;
+  ojson out = ojson::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "$ref" && it.value().is_string()) {
+      const std::string ref = it.value().get<std::string>();
+      out[it.key()] = !ref.empty() && ref[0] == '#' ? base + ref.substr(1) : ref;
+    } else {
+      out[it.key()] = Rebase(it.value(), base);
     }
   }
-  return false;
+  return out;
 }
 
-// The schema of one call {"name": <const>, "arguments": <parameters>}; the parameters' $defs and
-// definitions move to `defs` (the composed schema's root, where "#/$defs/..." resolves).
-StatusOr<ojson> CallSchema(const ToolSpec& tool, ojson* defs) {
+// The schema of one call {"name": <const>, "arguments": <parameters>}; the parameters go to
+// `defs` as "unmask-tool-<index>" (the composed schema's $defs) with their references rebased, so
+// that "#/$defs/...", "#/properties/..." and "#" inside them keep their meaning.
+StatusOr<ojson> CallSchema(const ToolSpec& tool, size_t index, ojson* defs) {
   ojson params = tool.parameters.is_object() && !tool.parameters.empty()
                      ? tool.parameters
                      : ojson{{"type", "object"}, {"properties", ojson::object()}};
-  for (const char* key : {"$defs", "definitions"}) {
-    auto it = params.find(key);
-    if (it == params.end()) continue;
-    if (!it->is_object()) {
-      return InvalidArgumentError("tool '" + tool.name + "': parameters." + key +
-                                  " must be an object");
-    }
-    ojson& into = (*defs)[key];
-    for (auto d = it->begin(); d != it->end(); ++d) {
-      if (into.contains(d.key()) && into[d.key()] != d.value()) {
-        return InvalidArgumentError("tool '" + tool.name + "' defines " + key + "/" + d.key() +
-                                    " differently from another tool");
-      }
-      into[d.key()] = d.value();
-    }
-    params.erase(it);
-  }
-  if (HasRootRef(params)) {
+  if (!params.contains("type")) params["type"] = "object";
+  if (params["type"] != "object") {
     return InvalidArgumentError("tool '" + tool.name +
-                                "': parameters use a $ref to their own root, which tool-call "
-                                "grammars do not support");
+                                "': parameters must be an object schema (\"type\": \"object\"), "
+                                "got type " +
+                                params["type"].dump());
   }
+  const std::string key = "unmask-tool-" + std::to_string(index);
+  (*defs)[key] = Rebase(params, "#/$defs/" + key);
   return ojson{{"type", "object"},
-               {"properties", {{"name", {{"const", tool.name}}}, {"arguments", params}}},
+               {"properties",
+                {{"name", {{"const", tool.name}}}, {"arguments", {{"$ref", "#/$defs/" + key}}}}},
                {"required", {"name", "arguments"}}};
 }
 
@@ -98,7 +89,8 @@ StatusOr<ojson> CallSchema(const ToolSpec& tool, ojson* defs) {
 StatusOr<ojson> AnyCallSchema(const ToolRequest& request, ojson* defs) {
   ojson branches = ojson::array();
   for (const ToolSpec* t : Callable(request)) {
-    UNMASK_ASSIGN_OR_RETURN(ojson s, CallSchema(*t, defs));
+    const auto index = static_cast<size_t>(t - request.tools.data());
+    UNMASK_ASSIGN_OR_RETURN(ojson s, CallSchema(*t, index, defs));
     branches.push_back(std::move(s));
   }
   if (branches.empty()) return InvalidArgumentError("no tool named '" + request.named + "'");
@@ -110,7 +102,7 @@ StatusOr<ojson> AnyCallSchema(const ToolRequest& request, ojson* defs) {
 // compiler writes its root rule first as "root ::= ..." and never refers to it by name.
 StatusOr<std::string> SchemaRule(ojson schema, const ojson& defs, const std::string& rule,
                                  const std::string& tool_hint) {
-  for (auto it = defs.begin(); it != defs.end(); ++it) schema[it.key()] = it.value();
+  schema["$defs"] = defs;
   auto gbnf = grammar::JsonSchemaToGbnf(schema);
   if (!gbnf.ok()) {
     return InvalidArgumentError("the parameters of " + tool_hint +
@@ -168,6 +160,33 @@ bool ReadCall(const ojson& j, const ToolRequest& request, ParsedToolCall* call) 
   return ArgumentsText(*args, &call->arguments);
 }
 
+// The end (one past the closing brace) of the JSON object starting, after whitespace, at `from`,
+// or npos when there is none (braces counted outside strings, escapes skipped).
+size_t JsonObjectEnd(std::string_view text, size_t from) {
+  size_t i = from;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  if (i >= text.size() || text[i] != '{') return std::string_view::npos;
+  int depth = 0;
+  bool in_string = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 const char* ToolCallFormatName(ToolCallFormat f) {
@@ -186,6 +205,38 @@ std::string ToolsJson(const ToolRequest& request) {
   return Dump(tools);
 }
 
+std::vector<ChatMessage> ReplayToolHistory(std::span<const ChatMessage> messages) {
+  std::vector<ChatMessage> out;
+  for (const ChatMessage& m : messages) {
+    if (m.role == "assistant" && !m.tool_calls.empty()) {
+      ojson calls = ojson::array();
+      for (const ChatToolCall& c : m.tool_calls) {
+        ojson args = ojson::parse(c.arguments, nullptr, false);
+        calls.push_back(
+            {{"name", c.name}, {"arguments", args.is_discarded() ? ojson(c.arguments) : args}});
+      }
+      // The text the assistant wrote with its calls comes first.
+      out.push_back(ChatMessage{"assistant", (m.content.empty() ? "" : m.content + "\n") +
+                                                 Dump(ojson{{"tool_calls", calls}})});
+    } else if (m.role == "tool") {
+      ojson response = {{"content", m.content}};
+      if (!m.tool_call_id.empty()) response["tool_call_id"] = m.tool_call_id;
+      if (!m.name.empty()) response["name"] = m.name;
+      out.push_back(ChatMessage{"user", Dump(ojson{{"tool_response", response}})});
+    } else {
+      out.push_back(ChatMessage{m.role, m.content});
+    }
+  }
+  return out;
+}
+
+bool HasToolHistory(std::span<const ChatMessage> messages) {
+  for (const ChatMessage& m : messages) {
+    if (m.role == "tool" || !m.tool_calls.empty()) return true;
+  }
+  return false;
+}
+
 std::vector<ChatMessage> GenericToolMessages(std::span<const ChatMessage> messages,
                                              const ToolRequest& request) {
   std::string tools;
@@ -199,35 +250,11 @@ std::vector<ChatMessage> GenericToolMessages(std::span<const ChatMessage> messag
                      (request.parallel ? "tools" : "one tool") +
                      (may_answer ? ", or {\"response\": \"...\"} to answer." : ".");
   if (request.choice == ToolChoice::kNamed) text += " Call " + request.named + ".";
-  std::vector<ChatMessage> out;
-  size_t start = 0;
-  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
-    ChatMessage first = messages[0];
-    first.content += (first.content.empty() ? "" : "\n\n") + text;
-    out.push_back(std::move(first));
-    start = 1;
+  std::vector<ChatMessage> out = ReplayToolHistory(messages);
+  if (!out.empty() && (out[0].role == "system" || out[0].role == "developer")) {
+    out[0].content += (out[0].content.empty() ? "" : "\n\n") + text;
   } else {
-    out.push_back(ChatMessage{"system", text});
-  }
-  for (size_t i = start; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
-    if (m.role == "assistant" && !m.tool_calls.empty()) {
-      ojson calls = ojson::array();
-      for (const ChatToolCall& c : m.tool_calls) {
-        ojson args = ojson::parse(c.arguments, nullptr, false);
-        calls.push_back(
-            {{"name", c.name}, {"arguments", args.is_discarded() ? ojson(c.arguments) : args}});
-      }
-      out.push_back(ChatMessage{"assistant", Dump(ojson{{"tool_calls", calls}})});
-    } else if (m.role == "tool") {
-      ojson response = {{"content", m.content}};
-      if (!m.tool_call_id.empty()) response["tool_call_id"] = m.tool_call_id;
-      if (!m.name.empty()) response["name"] = m.name;
-      out.push_back(ChatMessage{"user", Dump(ojson{{"tool_response", response}})});
-    } else {
-      ChatMessage plain{m.role, m.content};
-      out.push_back(std::move(plain));
-    }
+    out.insert(out.begin(), ChatMessage{"system", text});
   }
   return out;
 }
@@ -270,7 +297,9 @@ ParsedReply ParseToolCalls(ToolCallFormat format, std::string_view text,
       if (auto calls = j.find("tool_calls"); calls != j.end() && calls->is_array()) {
         for (const ojson& c : *calls) {
           ParsedToolCall call;
-          if (ReadCall(c, request, &call)) reply.calls.push_back(std::move(call));
+          if (ReadCall(c, request, &call) && (request.parallel || reply.calls.empty())) {
+            reply.calls.push_back(std::move(call));
+          }
         }
         if (!reply.calls.empty()) return reply;
       }
@@ -291,14 +320,29 @@ ParsedReply ParseToolCalls(ToolCallFormat format, std::string_view text,
       break;
     }
     content += text.substr(pos, open - pos);
+    // The call's JSON object ends where its braces balance (a "</tool_call>" inside one of its
+    // strings is text); then the closing tag, which may be missing at the end of the reply.
     const size_t body = open + kOpen.size();
-    const size_t close = text.find(kClose, body);
-    const size_t end = close == std::string_view::npos ? text.size() : close;
-    const size_t next = close == std::string_view::npos ? text.size() : close + kClose.size();
+    size_t next = std::string_view::npos;
     ParsedToolCall call;
-    if (ReadCall(ojson::parse(text.substr(body, end - body), nullptr, false), request, &call)) {
-      reply.calls.push_back(std::move(call));
+    const size_t json_end = JsonObjectEnd(text, body);
+    if (json_end != std::string_view::npos &&
+        ReadCall(ojson::parse(text.substr(body, json_end - body), nullptr, false), request,
+                 &call)) {
+      size_t after = json_end;
+      while (after < text.size() && std::isspace(static_cast<unsigned char>(text[after]))) ++after;
+      if (after == text.size()) {
+        next = after;
+      } else if (text.substr(after, kClose.size()) == kClose) {
+        next = after + kClose.size();
+      }
+    }
+    if (next != std::string_view::npos) {
+      // parallel_tool_calls false: the first call only.
+      if (request.parallel || reply.calls.empty()) reply.calls.push_back(std::move(call));
     } else {
+      const size_t close = text.find(kClose, body);
+      next = close == std::string_view::npos ? text.size() : close + kClose.size();
       content += text.substr(open, next - open);  // not a call: it stays text
     }
     pos = next;

@@ -60,9 +60,16 @@ ToolCallFormat DetectToolCallFormat(std::string_view chat_template);
 // The `tools` variable of a chat template: the OpenAI tool objects as a JSON array text.
 std::string ToolsJson(const ToolRequest& request);
 
-// kGeneric: the messages with the tool instructions added (to the first system message, or as a
-// new one before the others), earlier assistant tool calls written as the JSON object the model is
-// asked for, and tool results as user messages {"tool_response": {"tool_call_id", "content"}}.
+// kGeneric, with or without tools: earlier assistant tool calls written as the JSON object the
+// model is asked for (after the text the assistant wrote with them), tool results as user messages
+// {"tool_response": {"content", "tool_call_id", "name"}}, other messages as they are (their role
+// and content).
+std::vector<ChatMessage> ReplayToolHistory(std::span<const ChatMessage> messages);
+// True when a message is a tool result or carries tool calls.
+bool HasToolHistory(std::span<const ChatMessage> messages);
+
+// kGeneric: ReplayToolHistory with the tool instructions added (to the first system message, or
+// as a new one before the others).
 std::vector<ChatMessage> GenericToolMessages(std::span<const ChatMessage> messages,
                                              const ToolRequest& request);
 

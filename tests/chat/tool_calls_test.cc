@@ -246,9 +246,78 @@ TEST(ToolCallsTest, ParametersWithDefsAndBadSchemas) {
   EXPECT_NE(bad.status().message().find("tool 'add_item'"), std::string::npos)
       << bad.status().message();
   EXPECT_NE(bad.status().message().find("pattern"), std::string::npos);
+  // References into the parameters keep their meaning: "#" is the parameters' own root
+  // (recursion), "#/properties/x" one of their properties.
+  r.tools[0].parameters = ojson::parse(R"({"type": "object", "properties": {
+      "x": {"type": "integer"}, "y": {"$ref": "#/properties/x"}, "next": {"$ref": "#"}}})");
+  gbnf = ToolCallGrammar(ToolCallFormat::kGeneric, r);
+  ASSERT_TRUE(gbnf.ok()) << gbnf.status().message();
+  g = MustParse(*gbnf);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(Check(g, R"({"tool_calls": [{"name": "add_item", "arguments": {"x": 1, "y": 2,)"
+                       R"( "next": {"y": 3}}}]})")
+                  .sentence);
+  EXPECT_FALSE(
+      Check(g, R"({"tool_calls": [{"name": "add_item", "arguments": {"x": 1, "y": "a")").prefix);
+  // Arguments are an object: another type is refused by name.
+  r.tools[0].parameters = ojson::parse(R"({"type": "string"})");
+  auto not_object = ToolCallGrammar(ToolCallFormat::kGeneric, r);
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_NE(not_object.status().message().find("object schema"), std::string::npos);
+  // A remote reference: the compiler's own message.
   r.tools[0].parameters =
-      ojson::parse(R"({"type": "object", "properties": {"next": {"$ref": "#"}}})");
-  EXPECT_FALSE(ToolCallGrammar(ToolCallFormat::kGeneric, r).ok());
+      ojson::parse(R"({"type": "object", "properties": {"a": {"$ref": "http://x/s.json"}}})");
+  auto remote = ToolCallGrammar(ToolCallFormat::kGeneric, r);
+  ASSERT_FALSE(remote.ok());
+  EXPECT_NE(remote.status().message().find("not local"), std::string::npos)
+      << remote.status().message();
+}
+
+TEST(ToolCallsTest, HermesCallsEndWhereTheirJsonEnds) {
+  ToolRequest tools = Weather();
+  // A closing tag inside a JSON string is text of the arguments.
+  auto r = ParseToolCalls(ToolCallFormat::kHermes,
+                          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+                          "\"x</tool_call>y\"}}\n</tool_call>",
+                          tools);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"x</tool_call>y"})");
+  EXPECT_EQ(r.content, "");
+  // Text between the object and the closing tag: not a call.
+  const std::string odd =
+      "<tool_call>{\"name\": \"get_time\", \"arguments\": {}} extra</tool_call>";
+  r = ParseToolCalls(ToolCallFormat::kHermes, odd, tools);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, odd);
+  // parallel_tool_calls false: the first call only.
+  tools.parallel = false;
+  r = ParseToolCalls(ToolCallFormat::kHermes,
+                     "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>"
+                     "<tool_call>{\"name\": \"get_weather\", \"arguments\": {}}</tool_call>",
+                     tools);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "get_time");
+  r = ParseToolCalls(ToolCallFormat::kGeneric,
+                     R"({"tool_calls": [{"name": "get_time", "arguments": {}},)"
+                     R"( {"name": "get_time", "arguments": {}}]})",
+                     tools);
+  EXPECT_EQ(r.calls.size(), 1u);
+}
+
+TEST(ToolCallsTest, HistoryIsReplayedWithoutTools) {
+  ChatMessage call{"assistant", "Let me check."};
+  call.tool_calls = {{"call_1", "get_time", "{}"}};
+  ChatMessage result{"tool", "12:00"};
+  result.tool_call_id = "call_1";
+  const std::vector<ChatMessage> messages = {{"user", "Time?"}, call, result};
+  EXPECT_TRUE(HasToolHistory(messages));
+  EXPECT_FALSE(HasToolHistory(std::vector<ChatMessage>{{"user", "Hi"}}));
+  const auto out = ReplayToolHistory(messages);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[1].content,
+            "Let me check.\n{\"tool_calls\":[{\"name\":\"get_time\",\"arguments\":{}}]}");
+  EXPECT_EQ(out[2].role, "user");
+  EXPECT_EQ(out[2].content, R"({"tool_response":{"content":"12:00","tool_call_id":"call_1"}})");
 }
 
 TEST(ToolCallsTest, GenericMessagesDescribeToolsAndReplayCalls) {

@@ -87,6 +87,11 @@ TEST(CliHabitsTest, ChatTemplateFileReplacesTheModels) {
   ExpectError(base + "--chat --chat-template-file " + raise, 1, "the file template ran");
   ExpectError(base + "--chat-template-file /nonexistent.jinja", 1, "--chat-template-file");
   ExpectError(base + "--chat-template-file " + broken, 1, broken);
+  ExpectError(base + "--chat-template-file ''", 2, "empty path");
+  // Checked at start-up by rendering one user message: a filter the renderer lacks shows there.
+  const std::string lacks = WriteTemp("lacks.jinja", "{{ messages[0].content | wordcount }}");
+  ExpectError(base + "--chat --chat-template-file " + lacks, 1, "rendering one user message");
+  std::remove(lacks.c_str());
   ExpectError("serve" + kAr + "-m " + testing::TwinPath("llada") + " --chat-template-file " + wrap,
               2, "one -m");
   for (const auto& f : {wrap, raise, broken}) std::remove(f.c_str());

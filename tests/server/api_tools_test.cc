@@ -71,6 +71,14 @@ TEST(ApiToolsTest, MalformedToolsAreRefusedByName) {
        "tool_choice"},
       {R"("tool_choice":"required")", "tool_choice"},
       {"\"tools\":[" + tool + "],\"parallel_tool_calls\":1", "parallel_tool_calls"},
+      {"\"tools\":[" + tool +
+           "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"},\"x\":1}",
+       "tool_choice.x"},
+      {"\"tools\":[" + tool +
+           "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\",\"x\":1}}",
+       "tool_choice.function.x"},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string"}}}])",
+       "tools[0].function.parameters"},
   };
   for (const auto& [fields, param] : cases) {
     const auto e = Chat(std::string(kUser) + "," + fields);
@@ -85,9 +93,16 @@ TEST(ApiToolsTest, MalformedToolsAreRefusedByName) {
   EXPECT_NE(e->message.find("did you mean 'parameters'"), std::string::npos) << e->message;
   // Completions take no tools.
   ApiRequest r;
-  const auto c = ParseApiRequest(R"({"model":"m","prompt":"x","tools":[)" + tool + "]}", false, &r);
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->code, "unsupported_parameter");
+  // Completions take no tools; their neutral values (no tools, none, auto) are accepted.
+  for (const std::string& field :
+       {"\"tools\":[" + tool + "]", std::string("\"tool_choice\":\"required\"")}) {
+    const auto c = ParseApiRequest(R"({"model":"m","prompt":"x",)" + field + "}", false, &r);
+    ASSERT_TRUE(c) << field;
+    EXPECT_EQ(c->code, "unsupported_parameter") << field;
+  }
+  EXPECT_FALSE(ParseApiRequest(
+      R"({"model":"m","prompt":"x","tools":[],"tool_choice":"auto","parallel_tool_calls":false})",
+      false, &r));
 }
 
 TEST(ApiToolsTest, MessagesCarryToolCallsAndResults) {
@@ -122,6 +137,7 @@ TEST(ApiToolsTest, MessagesCarryToolCallsAndResults) {
        "messages[0].tool_calls[0].type"},
       {R"({"role":"assistant","content":"x","refusal":"no"})", "messages[0].refusal"},
       {R"({"role":"user","content":"x","name":3})", "messages[0].name"},
+      {R"({"role":"user","content":"x","tool_call_id":"call_1"})", "messages[0].tool_call_id"},
   };
   for (const auto& [message, param] : cases) {
     const auto e = Chat("\"messages\":[" + message + "]");

@@ -8,6 +8,7 @@
 
 #include "common/cli_util.h"
 #include "common/terminal.h"
+#include "grammar/matcher.h"
 #include "tokenizer/chat_template.h"
 
 namespace unmask::tools {
@@ -114,17 +115,58 @@ CLI::Option* AddChatTemplateFileFlag(CLI::App& app, std::string* path) {
       .add_option("--chat-template-file", *path,
                   "a Jinja chat template replacing the model's (tokenizer.chat_template), e.g. "
                   "one that renders tools")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("empty path") : std::string(); }, "",
+          "non-empty"));
 }
+
+namespace {
+
+// Whole UTF-8 text without NUL bytes.
+bool IsUtf8Text(std::string_view s) {
+  grammar::Utf8Partial u;
+  for (char c : s) {
+    uint32_t cp = 0;
+    bool complete = false;
+    if (c == '\0' || !grammar::Utf8Step(&u, static_cast<uint8_t>(c), &cp, &complete)) return false;
+  }
+  return u.need == 0;
+}
+
+}  // namespace
 
 Status ApplyChatTemplateFile(const std::string& path, Tokenizer* tokenizer) {
   if (path.empty()) return Status::Ok();
   UNMASK_ASSIGN_OR_RETURN(std::string source,
                           ReadRegularFile(path, size_t{1} << 20, "--chat-template-file"));
+  if (source.rfind("\xEF\xBB\xBF", 0) == 0) source.erase(0, 3);  // a UTF-8 byte order mark
   if (source.empty()) return InvalidArgumentError("--chat-template-file " + path + ": empty");
+  if (!IsUtf8Text(source)) {
+    return InvalidArgumentError("--chat-template-file " + path +
+                                ": not UTF-8 text (a chat template is a Jinja text file)");
+  }
   auto parsed = ChatTemplate::Parse(source);
   if (!parsed.ok()) {
     return InvalidArgumentError("--chat-template-file " + path + ": " + parsed.status().message());
+  }
+  // A trial render of one user message: an unsupported filter or a type error shows here, at
+  // start-up, not as a failure of every request.
+  const ChatMessage trial{"user", "Hello"};
+  ChatTemplateInputs inputs;
+  inputs.messages = std::span<const ChatMessage>(&trial, 1);
+  inputs.add_generation_prompt = true;
+  if (tokenizer->special().bos >= 0) {
+    inputs.bos_token = std::string(tokenizer->TokenText(tokenizer->special().bos));
+  }
+  if (tokenizer->special().eos >= 0) {
+    inputs.eos_token = std::string(tokenizer->TokenText(tokenizer->special().eos));
+  }
+  auto rendered = parsed->Render(inputs);
+  if (!rendered.ok()) {
+    return InvalidArgumentError(
+        "--chat-template-file " + path +
+        ": rendering one user message fails: " + rendered.status().message());
   }
   tokenizer->set_chat_template(std::move(source));
   return Status::Ok();

@@ -63,6 +63,11 @@ std::optional<ApiError> ReadTool(const json& t, const nlohmann::ordered_json& or
     if (!p->is_object()) {
       return Bad(fw + ".parameters", fw + ".parameters must be a JSON schema object");
     }
+    if (p->contains("type") && p->at("type") != "object") {
+      return Bad(fw + ".parameters",
+                 fw + ".parameters must describe an object (\"type\": \"object\"): a call's "
+                      "arguments are a JSON object");
+    }
     // Key order matters (the arguments are generated in declaration order): the body's own
     // order, from its ordered parse.
     spec->parameters = ordered.at("function").at("parameters");
@@ -98,6 +103,12 @@ std::optional<ApiError> ReadTools(const std::string& body, const json& j, bool c
     }
   }
   if (auto c = j.find("tool_choice"); c != j.end() && !c->is_null()) {
+    if (c->is_object()) {
+      if (auto e = UnknownKey(*c, "tool_choice", {"type", "function"})) return e;
+      if (c->contains("function") && c->at("function").is_object()) {
+        if (auto e = UnknownKey(c->at("function"), "tool_choice.function", {"name"})) return e;
+      }
+    }
     if (c->is_string()) {
       const std::string s = c->get<std::string>();
       if (s == "none") {
@@ -176,6 +187,11 @@ std::optional<ApiError> ReadMessageTools(const json& m, const std::string& where
   }
   if (msg->role == "tool" && msg->tool_call_id.empty()) {
     return Bad(where + ".tool_call_id", where + " (role tool) needs a 'tool_call_id'");
+  }
+  if (msg->role != "tool" && !msg->tool_call_id.empty()) {
+    return Bad(
+        where + ".tool_call_id",
+        where + ".tool_call_id: only tool messages answer a call (role '" + msg->role + "')");
   }
   auto calls = m.find("tool_calls");
   if (calls == m.end() || calls->is_null()) return std::nullopt;

@@ -12,7 +12,8 @@
 
 namespace unmask::server {
 
-// Reads tools / tool_choice / parallel_tool_calls of body `j` (parsed from `body`, which is parsed
+// Reads tools / tool_choice / parallel_tool_calls of body `j` (on /v1/completions only their
+// neutral values: no tools, tool_choice none or auto) (parsed from `body`, which is parsed
 // once more keeping key order, for the parameters' schemas) into *out (nullopt: no tools, an
 // empty list, or tool_choice "none"). Errors (400 naming the field): tools on /v1/completions,
 // a tool that is not {"type": "function", "function": {"name", "description"?, "parameters"?,

@@ -133,7 +133,17 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   // A text far longer than the context cannot fit whatever the tokenizer does: refuse it before
   // tokenizing (an 8 MiB prompt would otherwise cost hundreds of MiB and seconds of CPU).
   size_t chars = r.prompt_text.size();
-  for (const ChatMessage& msg : r.messages) chars += msg.content.size();
+  for (const ChatMessage& msg : r.messages) {
+    chars += msg.content.size();
+    for (const ChatToolCall& call : msg.tool_calls) {
+      chars += call.arguments.size() + call.name.size();
+    }
+  }
+  if (r.tools) {
+    for (const chat::ToolSpec& t : r.tools->tools) {
+      chars += t.name.size() + t.description.size() + t.parameters.dump().size();
+    }
+  }
   const size_t max_chars = static_cast<size_t>(std::max<int64_t>(m.context_length, 64)) * 64;
   if (chars > max_chars) {
     return ContextError("the prompt (" + std::to_string(chars) +
@@ -155,6 +165,9 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
       with_tools = chat::GenericToolMessages(r.messages, *r.tools);
     } else if (r.tools) {
       tools_json = chat::ToolsJson(*r.tools);
+    } else if (tool_format == chat::ToolCallFormat::kGeneric && chat::HasToolHistory(r.messages)) {
+      // Without tools (tool_choice none): earlier calls and results still reach the model.
+      with_tools = chat::ReplayToolHistory(r.messages);
     }
     const std::span<const ChatMessage> messages =
         with_tools.empty() ? std::span<const ChatMessage>(r.messages) : with_tools;
@@ -290,7 +303,11 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
       }
       auto parsed = grammar::ParseGbnf(tool_gbnf);
       if (!parsed.ok()) {
-        return MakeError(500, "the tool-call grammar does not parse: " + parsed.status().message());
+        // The tools' schemas make it (e.g. a $ref cycle that consumes nothing): the client's.
+        return MakeError(
+            400,
+            "the tools' parameter schemas give no usable grammar: " + parsed.status().message(), "",
+            "tools");
       }
       g->constraint_label = "tools";
       g->make_constraint = grammar::ConstraintMaker(
