@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "format/json_scan.h"
 #include "grammar/json_schema.h"
 
 namespace unmask::chat {
@@ -161,30 +162,12 @@ bool ReadCall(const ojson& j, const ToolRequest& request, ParsedToolCall* call) 
 }
 
 // The end (one past the closing brace) of the JSON object starting, after whitespace, at `from`,
-// or npos when there is none (braces counted outside strings, escapes skipped).
+// or npos when there is none.
 size_t JsonObjectEnd(std::string_view text, size_t from) {
   size_t i = from;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
   if (i >= text.size() || text[i] != '{') return std::string_view::npos;
-  int depth = 0;
-  bool in_string = false;
-  for (; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
+  return format::ScanJsonBrackets(text, i).first_value_end;
 }
 
 }  // namespace

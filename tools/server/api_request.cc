@@ -2,6 +2,7 @@
 
 #include "common/suggest.h"
 #include "decode/dream_params.h"
+#include "format/json_scan.h"
 #include "server/api_constraint.h"
 #include "server/api_tools.h"
 
@@ -209,28 +210,7 @@ std::span<const std::string> AcceptedFields() {
   return kFields;
 }
 
-int JsonNestingDepth(const std::string& body) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
+int JsonNestingDepth(const std::string& body) { return format::ScanJsonBrackets(body).deepest; }
 
 std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiRequest* out) {
   ApiRequest r;
