@@ -88,6 +88,7 @@ TEST(CliHabitsTest, ChatTemplateFileReplacesTheModels) {
   ExpectError(base + "--chat-template-file /nonexistent.jinja", 1, "--chat-template-file");
   ExpectError(base + "--chat-template-file " + broken, 1, broken);
   ExpectError(base + "--chat-template-file ''", 2, "empty path");
+  ExpectError(base + "--stop ''", 2, "empty stop string");
   // Checked at start-up by rendering one user message: a filter the renderer lacks shows there.
   const std::string lacks = WriteTemp("lacks.jinja", "{{ messages[0].content | wordcount }}");
   ExpectError(base + "--chat --chat-template-file " + lacks, 1, "rendering one user message");

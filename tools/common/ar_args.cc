@@ -56,6 +56,12 @@ void ArArgs::AddTo(CLI::App& app) {
   app.add_option("--stop", stop,
                  "end the text where it contains this string (repeatable; not printed; every "
                  "model)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v.empty() ? std::string("an empty stop string would match everywhere")
+                             : std::string();
+          },
+          "", "non-empty"))
       ->group(g);
   app.add_option("--spec", spec,
                  "AR speculative decoding: lookup (n-gram prompt lookup, no model), draft (a "
