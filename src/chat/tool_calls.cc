@@ -16,6 +16,9 @@ namespace {
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
+// parallel_tool_calls: at most this many calls per reply (a small model may repeat one call
+// until max_tokens or the context).
+constexpr int kMaxCallsPerReply = 8;
 
 std::string Trim(std::string_view s) {
   size_t b = 0;
@@ -170,6 +173,38 @@ size_t JsonObjectEnd(std::string_view text, size_t from) {
   return format::ScanJsonBrackets(text, i).first_value_end;
 }
 
+// `text` = {"tool_calls": [call, call, ... (cut): appends the complete, known calls to *calls and
+// returns where the text stops being complete calls (0 when it is not such a prefix).
+size_t CompleteCallsPrefix(std::string_view text, const ToolRequest& request,
+                           std::vector<ParsedToolCall>* calls) {
+  size_t i = 0;
+  const auto skip_space = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  const auto expect = [&](std::string_view s) {
+    skip_space();
+    if (text.substr(i, s.size()) != s) return false;
+    i += s.size();
+    return true;
+  };
+  if (!expect("{") || !expect("\"tool_calls\"") || !expect(":") || !expect("[")) return 0;
+  std::vector<ParsedToolCall> found;
+  for (;;) {
+    skip_space();
+    const size_t close = JsonObjectEnd(text, i);
+    if (close == std::string_view::npos) break;
+    ParsedToolCall call;
+    if (!ReadCall(ojson::parse(text.substr(i, close - i), nullptr, false), request, &call)) break;
+    if (request.parallel || found.empty()) found.push_back(std::move(call));
+    i = close;
+    if (!expect(",")) break;
+  }
+  if (found.empty()) return 0;
+  for (auto& c : found) calls->push_back(std::move(c));
+  // What follows the last complete call (a separator, the cut object) is not content.
+  return text.size();
+}
+
 }  // namespace
 
 const char* ToolCallFormatName(ToolCallFormat f) {
@@ -190,7 +225,9 @@ std::string ToolsJson(const ToolRequest& request) {
 
 std::vector<ChatMessage> ReplayToolHistory(std::span<const ChatMessage> messages) {
   std::vector<ChatMessage> out;
+  std::vector<std::pair<std::string, std::string>> call_names;  // (id, name) of earlier calls
   for (const ChatMessage& m : messages) {
+    for (const ChatToolCall& c : m.tool_calls) call_names.emplace_back(c.id, c.name);
     if (m.role == "assistant" && !m.tool_calls.empty()) {
       ojson calls = ojson::array();
       for (const ChatToolCall& c : m.tool_calls) {
@@ -202,9 +239,16 @@ std::vector<ChatMessage> ReplayToolHistory(std::span<const ChatMessage> messages
       out.push_back(ChatMessage{"assistant", (m.content.empty() ? "" : m.content + "\n") +
                                                  Dump(ojson{{"tool_calls", calls}})});
     } else if (m.role == "tool") {
-      ojson response = {{"content", m.content}};
+      // The tool's name (given, or that of the call answered) and its result, as JSON when it is.
+      std::string name = m.name;
+      for (const auto& [id, n] : call_names) {
+        if (name.empty() && !id.empty() && id == m.tool_call_id) name = n;
+      }
+      ojson response = ojson::object();
+      if (!name.empty()) response["name"] = name;
       if (!m.tool_call_id.empty()) response["tool_call_id"] = m.tool_call_id;
-      if (!m.name.empty()) response["name"] = m.name;
+      const ojson parsed = ojson::parse(m.content, nullptr, false);
+      response["content"] = parsed.is_discarded() ? ojson(m.content) : parsed;
       out.push_back(ChatMessage{"user", Dump(ojson{{"tool_response", response}})});
     } else {
       out.push_back(ChatMessage{m.role, m.content});
@@ -253,12 +297,16 @@ StatusOr<std::string> ToolCallGrammar(ToolCallFormat format, const ToolRequest& 
   if (format == ToolCallFormat::kHermes) {
     UNMASK_ASSIGN_OR_RETURN(std::string rule, SchemaRule(call, defs, "tool-call-json", hint));
     std::string root = "root ::= tool-call-block";
-    if (request.parallel) root += " (\"\\n\" tool-call-block)*";
+    if (request.parallel) {
+      root += " (\"\\n\" tool-call-block){0," + std::to_string(kMaxCallsPerReply - 1) + "}";
+    }
     return root + "\ntool-call-block ::= " + grammar::GbnfLiteral(std::string(kOpen) + "\n") +
            " tool-call-json " + grammar::GbnfLiteral("\n" + std::string(kClose)) + "\n" + rule;
   }
-  ojson calls = {{"type", "array"}, {"items", call}, {"minItems", 1}};
-  if (!request.parallel) calls["maxItems"] = 1;
+  ojson calls = {{"type", "array"},
+                 {"items", call},
+                 {"minItems", 1},
+                 {"maxItems", request.parallel ? kMaxCallsPerReply : 1}};
   ojson with_calls = {
       {"type", "object"}, {"properties", {{"tool_calls", calls}}}, {"required", {"tool_calls"}}};
   ojson schema = with_calls;
@@ -291,7 +339,10 @@ ParsedReply ParseToolCalls(ToolCallFormat format, std::string_view text,
         return reply;
       }
     }
-    reply.content = std::string(text);
+    // Cut by max_tokens inside {"tool_calls": [...]}: the calls completed before the cut, the
+    // rest as text (as the Hermes form returns them).
+    size_t at = CompleteCallsPrefix(text, request, &reply.calls);
+    reply.content = std::string(text.substr(at));
     return reply;
   }
   size_t pos = 0;

@@ -149,6 +149,14 @@ TEST(ToolCallsTest, GenericRepliesParseIntoCallsOrContent) {
   r = ParseToolCalls(ToolCallFormat::kGeneric, R"({"tool_calls": [{"name": "get_w)", tools);
   EXPECT_TRUE(r.calls.empty());
   EXPECT_EQ(r.content, R"({"tool_calls": [{"name": "get_w)");  // cut by max_tokens: as is
+  // Cut after complete calls: those calls, the cut one dropped.
+  r = ParseToolCalls(ToolCallFormat::kGeneric,
+                     R"({"tool_calls": [{"name": "get_time", "arguments": {}}, )"
+                     R"({"name": "get_weather", "arguments": {"city": "Oslo"}}, {"name": "get_w)",
+                     tools);
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[1].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(r.content, "");
 }
 
 TEST(ToolCallsTest, StreamingHoldsBackWhatMayStartACall) {
@@ -172,7 +180,14 @@ TEST(ToolCallsTest, RequiredHermesGrammarForcesAWellFormedCall) {
   EXPECT_TRUE(Check(g, call).sentence);
   EXPECT_TRUE(Check(g, call + "\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
                               "</tool_call>")
-                  .sentence);                      // parallel calls
+                  .sentence);  // parallel calls
+  // At most 8 calls in one reply.
+  std::string eight;
+  const std::string time_call =
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  for (int k = 0; k < 8; ++k) eight += (k ? "\n" : "") + time_call;
+  EXPECT_TRUE(Check(g, eight).sentence);
+  EXPECT_FALSE(Check(g, eight + "\n<").prefix);
   EXPECT_FALSE(Check(g, "Sure! " + call).prefix);  // no text before a required call
   EXPECT_FALSE(Check(g, "<tool_call>\n{\"name\": \"launch\"").prefix);  // unknown tool
   EXPECT_FALSE(Check(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 9")
@@ -317,7 +332,16 @@ TEST(ToolCallsTest, HistoryIsReplayedWithoutTools) {
   EXPECT_EQ(out[1].content,
             "Let me check.\n{\"tool_calls\":[{\"name\":\"get_time\",\"arguments\":{}}]}");
   EXPECT_EQ(out[2].role, "user");
-  EXPECT_EQ(out[2].content, R"({"tool_response":{"content":"12:00","tool_call_id":"call_1"}})");
+  // The tool's name comes from the call answered.
+  EXPECT_EQ(out[2].content,
+            R"({"tool_response":{"name":"get_time","tool_call_id":"call_1","content":"12:00"}})");
+  // A JSON result is embedded as JSON.
+  ChatMessage json_result{"tool", R"({"temp": 21.5})"};
+  json_result.tool_call_id = "call_1";
+  const std::vector<ChatMessage> with_json = {call, json_result};
+  EXPECT_EQ(
+      ReplayToolHistory(with_json)[1].content,
+      R"({"tool_response":{"name":"get_time","tool_call_id":"call_1","content":{"temp":21.5}}})");
 }
 
 TEST(ToolCallsTest, GenericMessagesDescribeToolsAndReplayCalls) {
@@ -338,7 +362,9 @@ TEST(ToolCallsTest, GenericMessagesDescribeToolsAndReplayCalls) {
   EXPECT_EQ(out[2].content,
             R"({"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}}]})");
   EXPECT_EQ(out[3].role, "user");
-  EXPECT_EQ(out[3].content, R"({"tool_response":{"content":"sunny","tool_call_id":"call_1"}})");
+  EXPECT_EQ(
+      out[3].content,
+      R"({"tool_response":{"name":"get_weather","tool_call_id":"call_1","content":"sunny"}})");
   // A system message gets the instructions appended; required drops the "response" form.
   ToolRequest required = tools;
   required.choice = ToolChoice::kRequired;

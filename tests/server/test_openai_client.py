@@ -171,6 +171,9 @@ def check_completion_logprobs(r, k, what):
     ok = ok and all(sum(math.exp(x) for x in t.values()) <= 1 + 1e-6 for t in lp.top_logprobs)
     check(ok, f"{what}: logprobs <= 0, {k} alternatives, greedy = the most likely, "
           "probabilities sum <= 1", str(lp)[:400])
+    check(all(list(t.values()) == sorted(t.values(), reverse=True) for t in lp.top_logprobs),
+          f"{what}: each top_logprobs dict most likely first (as OpenAI orders it)",
+          str(lp.top_logprobs)[:400])
     return lp
 
 

@@ -17,7 +17,9 @@ void ConstraintArgs::AddTo(CLI::App& app) {
   app.add_option("--grammar", grammar,
                  "constrain the output to this GBNF grammar (llama.cpp's format; rule 'root')")
       ->group(g);
-  app.add_option("--grammar-file", grammar_file, "--grammar read from a file")->group(g);
+  app.add_option("--grammar-file", grammar_file, "--grammar read from a file")
+      ->type_name("FILE")
+      ->group(g);
   app.add_option("-j,--json-schema", json_schema,
                  "constrain the output to JSON matching this JSON schema ('{}': any JSON value); "
                  "unsupported keywords (pattern, multipleOf, ...) are refused by name")

@@ -136,8 +136,7 @@ bool IsUtf8Text(std::string_view s) {
 
 }  // namespace
 
-Status ApplyChatTemplateFile(const std::string& path, Tokenizer* tokenizer) {
-  if (path.empty()) return Status::Ok();
+StatusOr<std::string> LoadChatTemplateFile(const std::string& path) {
   UNMASK_ASSIGN_OR_RETURN(std::string source,
                           ReadRegularFile(path, size_t{1} << 20, "--chat-template-file"));
   if (source.rfind("\xEF\xBB\xBF", 0) == 0) source.erase(0, 3);  // a UTF-8 byte order mark
@@ -150,6 +149,14 @@ Status ApplyChatTemplateFile(const std::string& path, Tokenizer* tokenizer) {
   if (!parsed.ok()) {
     return InvalidArgumentError("--chat-template-file " + path + ": " + parsed.status().message());
   }
+  return source;
+}
+
+Status ApplyChatTemplateFile(const std::string& path, Tokenizer* tokenizer) {
+  if (path.empty()) return Status::Ok();
+  UNMASK_ASSIGN_OR_RETURN(std::string source, LoadChatTemplateFile(path));
+  auto parsed = ChatTemplate::Parse(source);
+  if (!parsed.ok()) return parsed.status();
   // A trial render of one user message: an unsupported filter or a type error shows here, at
   // start-up, not as a failure of every request.
   const ChatMessage trial{"user", "Hello"};

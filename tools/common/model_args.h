@@ -67,6 +67,9 @@ struct ModelArgs {
 
 // --chat-template-file FILE (llama.cpp's name): a Jinja chat template that replaces the model's.
 CLI::Option* AddChatTemplateFileFlag(CLI::App& app, std::string* path);
+// Reads `path` and checks that it parses as a chat template (a leading UTF-8 byte order mark is
+// dropped): the template's text. Errors: those of ApplyChatTemplateFile but the render.
+StatusOr<std::string> LoadChatTemplateFile(const std::string& path);
 // Reads `path` ("" : nothing to do), checks that it parses as a chat template and installs it in
 // `tokenizer`. Errors: NotFound / InvalidArgument naming the file (unreadable, empty, larger than
 // 1 MiB, or a template the renderer cannot parse, with its offset).

@@ -2,7 +2,7 @@
 
 namespace unmask::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string ErrorBody(const ApiError& e) {
   json err = {{"message", e.message},

@@ -31,37 +31,40 @@ struct ResponseHead {
 // parsed into tool calls that stopped by itself finishes with "tool_calls" instead.
 const char* ApiFinishReason(FinishReason r);
 
-nlohmann::json UsageJson(const RequestStats& s);
+nlohmann::ordered_json UsageJson(const RequestStats& s);
 // x_unmask: model, engine, nfe, tokens_per_forward, forward_positions, queue_ms, ttft_ms, total_ms,
 // finish_detail (deadline), speculative counters, router (when routed).
-nlohmann::json XUnmaskJson(const ResponseHead& head, const char* engine, FinishReason finish,
-                           const RequestStats& s, const std::optional<RouteDecision>& route);
+nlohmann::ordered_json XUnmaskJson(const ResponseHead& head, const char* engine,
+                                   FinishReason finish, const RequestStats& s,
+                                   const std::optional<RouteDecision>& route);
 
 // One choice of a response (a request with n > 1 has n).
 struct ChoiceResult {
   std::string text;
   FinishReason finish = FinishReason::kStop;
-  nlohmann::json logprobs;  // null, or OpenAI's logprobs object
+  nlohmann::ordered_json logprobs;  // null, or OpenAI's logprobs object
   // Chat with tools: null, or the parsed calls [{"id", "type": "function", "function": {"name",
   // "arguments"}}] (then an empty content is null, and finish_reason is "tool_calls" unless the
   // reply was cut: "length").
-  nlohmann::json tool_calls;
+  nlohmann::ordered_json tool_calls;
 };
 
 // The non-streaming body: choices[i] has index i.
-nlohmann::json CompletionBody(const ResponseHead& head, const std::vector<ChoiceResult>& choices,
-                              const nlohmann::json& usage, const nlohmann::json& x_unmask);
+nlohmann::ordered_json CompletionBody(const ResponseHead& head,
+                                      const std::vector<ChoiceResult>& choices,
+                                      const nlohmann::ordered_json& usage,
+                                      const nlohmann::ordered_json& x_unmask);
 // A streaming chunk of choice `index`: `text` (nullptr: none), the first chat chunk carries the
 // role, `finish` (nullptr: none yet).
-nlohmann::json ChunkBody(const ResponseHead& head, const std::string* text, bool first,
-                         const char* finish, int64_t index = 0);
+nlohmann::ordered_json ChunkBody(const ResponseHead& head, const std::string* text, bool first,
+                                 const char* finish, int64_t index = 0);
 // The chunk that carries choice `index`'s tool calls whole: delta.tool_calls[k] = {"index": k,
 // "id", "type", "function": {"name", "arguments"}} (clients accumulate deltas; one is complete).
-nlohmann::json ToolCallsChunkBody(const ResponseHead& head, const nlohmann::json& tool_calls,
-                                  int64_t index);
+nlohmann::ordered_json ToolCallsChunkBody(const ResponseHead& head,
+                                          const nlohmann::ordered_json& tool_calls, int64_t index);
 // The usage chunk (empty choices).
-nlohmann::json UsageChunkBody(const ResponseHead& head, const nlohmann::json& usage,
-                              const nlohmann::json& x_unmask);
+nlohmann::ordered_json UsageChunkBody(const ResponseHead& head, const nlohmann::ordered_json& usage,
+                                      const nlohmann::ordered_json& x_unmask);
 
 }  // namespace unmask::server
 

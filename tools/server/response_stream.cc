@@ -8,7 +8,7 @@
 
 namespace unmask::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 

@@ -22,7 +22,9 @@
 namespace unmask::server {
 
 // `j` as one line of JSON (invalid UTF-8 from byte-level pieces replaced, never thrown).
-std::string Dump(const nlohmann::json& j);
+// Bodies are ordered_json: keys in the order written (OpenAI's top_logprobs dicts are most
+// likely first).
+std::string Dump(const nlohmann::ordered_json& j);
 
 // Everything the content provider needs, kept alive by the provider's shared_ptr.
 struct Exchange {

@@ -106,6 +106,11 @@ int ServeCommand::Run() {
                "--chat-template-file replaces one model's template: serve one -m with it");
     return 2;
   }
+  if (!options.chat_template_file.empty()) {
+    // Before the port opens (the render check runs once the model's tokens are known).
+    auto source = LoadChatTemplateFile(options.chat_template_file);
+    if (!source.ok()) return FailWith(kWho, source.status());
+  }
 
   // Signals: SIGINT/SIGTERM stop the server (handled on a thread of their own); SIGPIPE is
   // ignored (a client that hangs up is a failed write, not the end of the process).
