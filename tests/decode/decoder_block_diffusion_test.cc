@@ -141,15 +141,25 @@ TEST(BlockDiffusionDecoderTest, OverCommitOverwritesPromptTokensOfTheSharedBlock
   EXPECT_EQ(d->canvas()[5], 12);
 }
 
-TEST(BlockDiffusionDecoderTest, DynamicTakesEveryConfidentPositionOrTheQuota) {
-  const std::vector<int32_t> prompt = {1, 2, 3, 4};
+// Dynamic remasking (threshold 0.9) over prompt 1 2 3 4 and one block of 4, past its prefill (the
+// prompt fills the first block: no logit rows); logprobs >= 0 records them with that many
+// alternatives.
+StatusOr<BlockDiffusionDecoder> DynamicAfterPrefill(int32_t logprobs = -1) {
   BlockParams p = Params(BlockRemasking::kLowConfidenceDynamic, 4, 4, 4);
   p.confidence_threshold = 0.9;
-  auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab);
-  ASSERT_TRUE(d.ok());
+  const std::vector<int32_t> prompt = {1, 2, 3, 4};
+  UNMASK_ASSIGN_OR_RETURN(BlockDiffusionDecoder d,
+                          BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab));
+  if (logprobs >= 0) UNMASK_RETURN_IF_ERROR(d.EnableLogprobs(logprobs));
+  UNMASK_RETURN_IF_ERROR(d.Plan().status());
   std::vector<float> none;
-  ASSERT_TRUE(d->Plan().ok());
-  ASSERT_TRUE(d->Update(TensorView{none.data(), DType::kF32, Shape{0, kVocab}}, nullptr).ok());
+  UNMASK_RETURN_IF_ERROR(d.Update(TensorView{none.data(), DType::kF32, Shape{0, kVocab}}, nullptr));
+  return d;
+}
+
+TEST(BlockDiffusionDecoderTest, DynamicTakesEveryConfidentPositionOrTheQuota) {
+  auto d = DynamicAfterPrefill();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
   // Peak 20 -> probability ~1 > 0.9 at positions 5 and 6; peak 1 elsewhere.
   DecodeStep st = Step(*d, [](int64_t pos) {
     return std::pair<int32_t, float>{3, pos == 5 || pos == 6 ? 20.0f : 1.0f};
@@ -397,15 +407,8 @@ TEST(BlockDiffusionDecoderTest, SamplingAtTemperatureIsDeterministicPerSeed) {
 // Commit-time log-probabilities: a peaked row with peak v at token t over 16 ids has
 // log p(t) = v - log(e^v + 15), recorded for each position at the step it was committed.
 TEST(BlockDiffusionDecoderTest, LogprobsAreThoseOfTheCommitStep) {
-  const std::vector<int32_t> prompt = {1, 2, 3, 4};
-  BlockParams p = Params(BlockRemasking::kLowConfidenceDynamic, 4, 4, 4);
-  p.confidence_threshold = 0.9;
-  auto d = BlockDiffusionDecoder::Create(p, kMask, prompt, 64, kVocab);
-  ASSERT_TRUE(d.ok());
-  ASSERT_TRUE(d->EnableLogprobs(2).ok());
-  std::vector<float> none;
-  ASSERT_TRUE(d->Plan().ok());
-  ASSERT_TRUE(d->Update(TensorView{none.data(), DType::kF32, Shape{0, kVocab}}, nullptr).ok());
+  auto d = DynamicAfterPrefill(/*logprobs=*/2);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
   // Step 1 commits 5 and 6 (peak 20); step 2 commits 7 (peak 2) and step 3 the rest (peak 3).
   Step(*d, [](int64_t pos) {
     return std::pair<int32_t, float>{3, pos == 5 || pos == 6 ? 20.0f : 1.0f};
