@@ -51,6 +51,8 @@ def llada_args(g: dict, model: str) -> list[str]:
          "--steps", str(g["steps"]), "--block-length", str(g["block_length"]),
          "--temperature", repr(g["temperature"]), "--cfg-scale", repr(g["cfg_scale"]),
          "--remasking", g["remasking"], "-s", str(g["seed"]), "--json", "-t", "1"]
+    if g.get("suffix_ids"):
+        a += ["--suffix-ids", ids(g["suffix_ids"])]
     if g.get("logits_eos_inf"):
         a.append("--logits-eos-inf")
     if g.get("confidence_eos_eot_inf"):
@@ -63,11 +65,14 @@ def llada_args(g: dict, model: str) -> list[str]:
 
 
 def dream_args(g: dict, model: str) -> list[str]:
-    return ["generate", "-m", model, "--prompt-ids", ids(g["prompt_ids"]), "-n",
-            str(g["gen_length"]), "--steps", str(g["steps"]), "--eps", repr(g["eps"]),
-            "--alg", g["alg"], "--alg-temp", repr(g["alg_temp"]), "--temperature",
-            repr(g["temperature"]), "--top-p", repr(g["top_p"]), "--top-k", str(g["top_k"]),
-            "-s", str(g["seed"]), "--json", "-t", "1"]
+    a = ["generate", "-m", model, "--prompt-ids", ids(g["prompt_ids"]), "-n",
+         str(g["gen_length"]), "--steps", str(g["steps"]), "--eps", repr(g["eps"]),
+         "--alg", g["alg"], "--alg-temp", repr(g["alg_temp"]), "--temperature",
+         repr(g["temperature"]), "--top-p", repr(g["top_p"]), "--top-k", str(g["top_k"]),
+         "-s", str(g["seed"]), "--json", "-t", "1"]
+    if g.get("suffix_ids"):
+        a += ["--suffix-ids", ids(g["suffix_ids"])]
+    return a
 
 
 def main() -> int:

@@ -73,6 +73,7 @@ class Case:
     prompt: int          # index into PROMPTS of the first attempt
     params: DreamParams
     note: str = ""
+    suffix: str = ""     # infilling: text after the masks (suffix_text / suffix_ids)
 
 
 def _p(**kw) -> DreamParams:
@@ -102,6 +103,11 @@ CASES: list[Case] = [
                                             seed=11), "origin, T=1, top_p 0.95"),
     Case("b_maskgit_t05_algtemp1", M_B, 0, _p(alg="maskgit_plus", steps=8, temperature=0.5,
                                               alg_temp=1.0, seed=13), "T=0.5, alg_temp 1"),
+    # Infilling: canvas = prompt + masks + suffix.
+    Case("a_infill_entropy_s8", M_A, 3, _p(alg="entropy", steps=8), "infilling",
+         suffix=" and then it stops."),
+    Case("b_infill_origin_s8", M_B, 5, _p(alg="origin", steps=8, seed=17), "infilling, origin",
+         suffix="\n    return x + 1"),
 ]
 
 
@@ -118,12 +124,15 @@ def run_case(case: Case, models, models32, tokenizers) -> tuple[dict, dict]:
             params = replace(params, seed=params.seed + attempt)
         text = PROMPTS[(case.prompt + attempt) % len(PROMPTS)]
         prompt = tok.encode(text).ids
-        r = generate(m, prompt, params)
+        suffix = tok.encode(case.suffix, add_special_tokens=False).ids if case.suffix else []
+        r = generate(m, prompt, params, suffix)
         why = None
         if r.min_decision_margin < mg.MIN_MARGIN:
             why = f"margin {r.min_decision_margin:.2e}"
+        elif suffix and generate(m, prompt, params).output_ids == r.output_ids:
+            why = "the suffix has no effect"
         else:
-            r32 = generate(m32, prompt, params)
+            r32 = generate(m32, prompt, params, suffix)
             if r32.output_ids != r.output_ids or r32.trace != r.trace:
                 why = "float32 forward gives other tokens"
         if why is not None:
@@ -138,6 +147,9 @@ def run_case(case: Case, models, models32, tokenizers) -> tuple[dict, dict]:
             "trace": r.trace, "nfe": r.nfe,
             "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
         }
+        if suffix:
+            golden["suffix_text"] = case.suffix
+            golden["suffix_ids"] = suffix
         return golden, {"attempt": attempt, "rejected": rejected}
     raise RuntimeError(f"case {case.name}: no robust attempt in {MAX_ATTEMPTS}: {rejected[-5:]}")
 
@@ -200,7 +212,8 @@ special tokens last: `<|endoftext|>` (eos, pad), `<|im_start|>`, `<|im_end|>` (e
  parsed), "gen_length", "steps", "eps", "alg", "alg_temp", "temperature", "top_p" (1 = off),
  "top_k" (0 = off), "seed", "output_ids" [gen_length], "num_transfer" [steps] (k per step; origin:
  positions selected), "trace" [steps][committed positions in commit order], "nfe",
- "min_decision_margin"}}
+ "min_decision_margin", infilling cases only: "suffix_text", "suffix_ids" (its encoding without
+ specials; the canvas is prompt + gen_length masks + suffix)}}
 ```
 Commit order within a step: origin ascending position; other algs by rank (best first).
 

@@ -81,6 +81,7 @@ class Case:
     note: str = ""
     require_flag_effect: bool = False     # eos switch must change output or commit order
     require_special_output: bool = False  # output must contain EOS or EOT
+    suffix_len: int = 0                   # infilling: random ids after the masks (suffix_ids)
 
 
 def _p(**kw) -> GenerateParams:
@@ -149,6 +150,15 @@ CASES: list[Case] = [
     Case("d_t1_low_conf_seed4_lp12", M_D, 12, _p(block_length=8, temperature=1.0,
                                                   seed=BIG_SEED + 1), "T=1.0, 64-bit seed"),
     Case("d_cfg1_t07_lp5", M_D, 5, _p(temperature=0.7, cfg_scale=1.0, seed=9), "CFG 1.0, T=0.7"),
+    # --- infilling: canvas = prompt + masks + suffix ---
+    Case("a_infill_lp5_s4", M_A, 5, _p(block_length=8), "infilling, suffix of 4, 2 blocks",
+         suffix_len=4),
+    Case("b_infill_cfg1_lp5_s6", M_B, 5, _p(cfg_scale=1.0),
+         "infilling + CFG 1.0 (the suffix masked with the prompt)", suffix_len=6),
+    Case("c_infill_t07_lp12_s3", M_C, 12, _p(block_length=8, temperature=0.7, seed=12),
+         "infilling at T=0.7", suffix_len=3),
+    Case("d_infill_random_lp5_s5", M_D, 5, _p(remasking="random", seed=13),
+         "infilling, random remasking", suffix_len=5),
 ]
 
 TOLERANCE_NOTE = (
@@ -181,6 +191,12 @@ def _prompt(case: Case, model: LladaModel, attempt: int) -> list[int]:
     return [bos] + rand[1:]
 
 
+def _suffix(case: Case, model: LladaModel, attempt: int) -> list[int]:
+    n_normal = model.cfg.n_vocab - len(mk.SPECIAL_TOKENS)
+    rng = _case_rng(case.name + "/suffix", attempt)
+    return [int(v) for v in rng.integers(0, n_normal, size=case.suffix_len)]
+
+
 def _uses_rng(p: GenerateParams) -> bool:
     return p.temperature > 0 or p.remasking == "random"
 
@@ -197,7 +213,8 @@ def run_case(case: Case, models: dict[str, LladaModel], models32: dict[str, Llad
         if attempt > 0 and _uses_rng(params):
             params = replace(params, seed=params.seed + attempt)
         prompt = _prompt(case, m, attempt)
-        r = generate(m, prompt, params)
+        suffix = _suffix(case, m, attempt)
+        r = generate(m, prompt, params, suffix_ids=suffix)
         why = None
         if r.min_decision_margin < MIN_MARGIN:
             why = f"margin {r.min_decision_margin:.2e}"
@@ -214,11 +231,16 @@ def run_case(case: Case, models: dict[str, LladaModel], models32: dict[str, Llad
         if why is None and case.require_flag_effect:
             for flag in ("logits_eos_inf", "confidence_eos_eot_inf"):
                 if getattr(params, flag):       # each switch on its own must matter
-                    r_off = generate(m, prompt, replace(params, **{flag: False}))
+                    r_off = generate(m, prompt, replace(params, **{flag: False}),
+                                     suffix_ids=suffix)
                     if r_off.output_ids == r.output_ids and r_off.trace == r.trace:
                         why = f"{flag} has no effect"
+        if why is None and suffix:
+            r_plain = generate(m, prompt, params)
+            if r_plain.output_ids == r.output_ids and r_plain.trace == r.trace:
+                why = "the suffix has no effect"
         if why is None:
-            r32 = generate(m32, prompt, params)
+            r32 = generate(m32, prompt, params, suffix_ids=suffix)
             if r32.output_ids != r.output_ids or r32.trace != r.trace:
                 why = "float32 forward gives other tokens"
         if why is not None:
@@ -234,6 +256,8 @@ def run_case(case: Case, models: dict[str, LladaModel], models32: dict[str, Llad
             "output_ids": r.output_ids, "nfe": r.nfe,
             "min_decision_margin": float(f"{r.min_decision_margin:.6g}"),
         }
+        if suffix:
+            golden["suffix_ids"] = suffix
         info = {"attempt": attempt, "rejected": rejected, "eos_in_output": eos in r.output_ids,
                 "eot_in_output": eot in r.output_ids, "x0_special": r.x0_special_counts,
                 "sampling_margin": r.min_sampling_margin, "selection_margin": r.min_selection_margin}
@@ -279,7 +303,8 @@ def readme(cases: list[tuple[Case, dict, dict]]) -> str:
         p = case.params
         flags = "/".join(f for f, on in (("x", p.logits_eos_inf), ("c", p.confidence_eos_eot_inf))
                          if on)
-        rows.append(f"| `{case.name}` | {case.model} | {len(gold['prompt_ids'])} | "
+        rows.append(f"| `{case.name}` | {case.model} | {len(gold['prompt_ids'])}"
+                    f"{' + ' + str(len(gold['suffix_ids'])) if 'suffix_ids' in gold else ''} | "
                     f"{p.gen_length}/{p.block_length}/{p.steps} | {p.temperature:g} | "
                     f"{p.cfg_scale:g} | {p.remasking} | "
                     f"{flags} | {gold['seed']} | "
@@ -334,11 +359,15 @@ start_header, end_header, eot, mask: the last six ids).
  "gen_length": G, "steps": S, "block_length": B, "temperature": T, "cfg_scale": w,
  "remasking": "low_confidence" | "random", "logits_eos_inf": bool, "confidence_eos_eot_inf": bool,
  "seed": uint64, "output_ids": [G ids], "nfe": forward passes (a CFG step counts once),
- "min_decision_margin": smallest margin of any decision}}
+ "min_decision_margin": smallest margin of any decision,
+ "suffix_ids": [...] (infilling cases only)}}
 ```
 Semantics (must match exactly): canvas = prompt + G mask ids (`tokenizer.ggml.mask_token_id`);
 per block the transfer counts put the remainder on the first steps; every step is a full forward;
-CFG: `un + (w + 1) * (cond - un)` with the prompt positions of the unconditional copy masked;
+infilling cases: canvas = prompt + G masks + suffix_ids (the suffix is fixed context, never
+decoded; output_ids are the G positions between prompt and suffix);
+CFG: `un + (w + 1) * (cond - un)` with the prompt (and suffix) positions of the unconditional copy
+masked;
 `logits_eos_inf` sets the EOS logit to -inf; T > 0: x0 = argmax(l - T log(-log u)),
 u = Philox uniform(seed, stream 1, global step, position, vocab id); `confidence_eos_eot_inf`:
 EOS and EOT logits -inf for the confidence softmax at T = 0, only EOT at T > 0; confidence =
@@ -354,7 +383,7 @@ min_decision_margin >= {MIN_MARGIN:g} and gives the same tokens and commit order
 pass runs in float32; otherwise the case's next attempt (new random prompt, and seed + attempt
 for RNG cases) was used ("attempt" below).
 
-Columns: Lp prompt length; G/B/S gen_length/block_length/steps; flags x = logits_eos_inf,
+Columns: Lp prompt length (+ suffix length); G/B/S gen_length/block_length/steps; flags x = logits_eos_inf,
 c = confidence_eos_eot_inf.
 
 | case | model | Lp | G/B/S | T | cfg | remasking | flags | seed | min margin | attempt | EOS/EOT out | note |

@@ -182,11 +182,15 @@ def _top_k_positions(scores: list[float], k: int) -> tuple[list[int], float]:
     return order[:k], gap
 
 
-def generate(model: LladaModel, prompt: list[int], p: DreamParams) -> DreamResult:
+def generate(model: LladaModel, prompt: list[int], p: DreamParams, suffix=()) -> DreamResult:
+    """suffix: infilling (unmask's extension): the canvas is prompt + gen_length masks + suffix,
+    the suffix fixed context like the prompt; the result is the span between them."""
     p.validate()
     g = model.gguf
     mask = int(g.require("tokenizer.ggml.mask_token_id"))
-    x = list(prompt) + [mask] * p.gen_length
+    if mask in suffix:
+        raise ValueError("the suffix contains the mask token")
+    x = list(prompt) + [mask] * p.gen_length + [int(t) for t in suffix]
     if len(x) > model.cfg.n_ctx:
         raise ValueError("prompt + gen_length exceeds the context length")
     ts = timesteps(p.steps, p.eps)
@@ -234,7 +238,7 @@ def generate(model: LladaModel, prompt: list[int], p: DreamParams) -> DreamResul
         res.trace.append(committed)
         res.nfe += 1
     res.canvas = x
-    res.output_ids = x[len(prompt):]
+    res.output_ids = x[len(prompt):len(prompt) + p.gen_length]
     return res
 
 

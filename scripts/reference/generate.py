@@ -28,7 +28,11 @@ Algorithm (batch size 1, no attention mask):
         practice); all others have confidence -inf.
       commit the n[i] competitors of highest confidence: x[p] = x0[p].
         TIE RULE: equal confidences -> lower position first (torch.topk leaves this unspecified).
-  Result: the generated ids x[Lp:] and NFE = steps (a CFG step's two forwards are batched into
+  Infilling (suffix_ids, Ls ids; unmask's extension, no reference repository has it): the canvas
+    is prompt + gen_length masks + suffix, the blocks cover the masks only, the suffix is fixed
+    context like the prompt (never a competitor) and, with cfg_scale > 0, is masked in the
+    unconditional canvas together with the prompt (both are the condition).
+  Result: the generated ids x[Lp:Lp+gen_length] and NFE = steps (a CFG step's two forwards are batched into
   one forward call in the reference, so they count as ONE function evaluation).
 
 Decision margins (how far each decision is from flipping; reported to reject fragile goldens):
@@ -112,8 +116,9 @@ def _top2_gap(scores: np.ndarray) -> np.ndarray:
 
 
 def generate(model: LladaModel, prompt_ids, params: GenerateParams, progress: bool = False,
-             ids_override: dict | None = None) -> GenerateResult:
-    """Run the reference generation. ids_override may replace 'mask'/'eos'/'eot' ids."""
+             ids_override: dict | None = None, suffix_ids=()) -> GenerateResult:
+    """Run the reference generation. ids_override may replace 'mask'/'eos'/'eot' ids;
+    suffix_ids: the text after the generated span (infilling)."""
     p = params
     ids = special_ids(model)
     if ids_override:
@@ -135,7 +140,11 @@ def generate(model: LladaModel, prompt_ids, params: GenerateParams, progress: bo
     steps_per_block = p.steps // num_blocks
     prompt = [int(t) for t in prompt_ids]
     lp = len(prompt)
-    x = np.array(prompt + [mask_id] * p.gen_length, dtype=np.int64)
+    suffix = [int(t) for t in suffix_ids]
+    if mask_id in suffix:
+        raise ValueError("the suffix contains the mask token")
+    x = np.array(prompt + [mask_id] * p.gen_length + suffix, dtype=np.int64)
+    gen_end = lp + p.gen_length
     if x.size > model.cfg.n_ctx:
         raise ValueError(f"canvas of {x.size} tokens exceeds the context length {model.cfg.n_ctx}")
     vocab = np.arange(model.cfg.n_vocab, dtype=np.int64)
@@ -158,6 +167,7 @@ def generate(model: LladaModel, prompt_ids, params: GenerateParams, progress: bo
             if p.cfg_scale > 0:
                 un_x = x.copy()
                 un_x[:lp] = mask_id
+                un_x[gen_end:] = mask_id
                 un = model.forward(un_x).astype(np.float64)
                 logits = un + (p.cfg_scale + 1) * (logits - un)
             nfe += 1
@@ -207,7 +217,7 @@ def generate(model: LladaModel, prompt_ids, params: GenerateParams, progress: bo
             trace.append((t, sorted(int(q) for q in pos)))
     if progress:
         print(file=sys.stderr)
-    return GenerateResult(output_ids=[int(v) for v in x[lp:]], nfe=nfe,
+    return GenerateResult(output_ids=[int(v) for v in x[lp:gen_end]], nfe=nfe,
                           min_decision_margin=min(min_samp, min_sel),
                           min_sampling_margin=min_samp, min_selection_margin=min_sel,
                           committed_mask_id=committed_mask, x0_special_counts=counts, trace=trace)
@@ -217,6 +227,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="Reference LLaDA generation (prints JSON).")
     ap.add_argument("model", help="LLaDA GGUF file")
     ap.add_argument("--prompt-ids", required=True, help="comma-separated prompt token ids")
+    ap.add_argument("--suffix-ids", default="", help="comma-separated suffix token ids (infilling)")
     ap.add_argument("--gen-length", type=int, default=128)
     ap.add_argument("--steps", type=int, default=128)
     ap.add_argument("--block-length", type=int, default=128)
@@ -233,7 +244,9 @@ def main() -> int:
     params = GenerateParams(args.gen_length, args.steps, args.block_length, args.temperature,
                             args.cfg_scale, args.remasking, args.logits_eos_inf,
                             args.confidence_eos_eot_inf, args.seed)
-    r = generate(model, [int(v) for v in args.prompt_ids.split(",")], params, progress=True)
+    suffix = [int(v) for v in args.suffix_ids.split(",")] if args.suffix_ids else []
+    r = generate(model, [int(v) for v in args.prompt_ids.split(",")], params, progress=True,
+                 suffix_ids=suffix)
     out = {"output_ids": r.output_ids, "nfe": r.nfe, "min_decision_margin": r.min_decision_margin,
            "min_sampling_margin": r.min_sampling_margin,
            "min_selection_margin": r.min_selection_margin,

@@ -2,6 +2,7 @@
 """Golden files on the project's trained twins (real-text fixtures), from the independent reference.
 
   tests/data/golden/twins/llada_story.json   LLaDA generation on models/unmask-tinystories-llada.gguf
+  tests/data/golden/twins/llada_story_infill.json  the same with a suffix (infilling)
                                              (same format as tests/data/golden/llada/*.json, with the
                                              model path relative to the repository root)
   tests/data/golden/twins/llama_forward.json logits of the AR twin (models/unmask-tinystories-ar.gguf)
@@ -41,9 +42,15 @@ def main():
                                                                    block_length=32)),
              ("llada_story_fast", "Tom and his dog", GenerateParams(gen_length=64, steps=16,
                                                                     block_length=32))]
+    # Infilling: canvas = prompt + masks + suffix (the suffix tokenized without BOS).
+    infill = {"llada_story_infill": " They played with the ball all day. The end."}
+    cases.append(("llada_story_infill", "Once upon a time, there was a little girl named Lily.",
+                  GenerateParams(gen_length=16, steps=16, block_length=16)))
+    tok = gguf_model.load_tokenizer(g.metadata)
     for name, text, params in cases:
         ids = prompt_ids(g, text)
-        r = generate(model, ids, params)
+        suffix_ids = tok.encode(infill[name]).ids if name in infill else []
+        r = generate(model, ids, params, suffix_ids=suffix_ids)
         if r.min_decision_margin < 1e-4:
             raise SystemExit(f"{name}: decision margin {r.min_decision_margin:.2e} < 1e-4")
         golden = {"case": name, "model_path": LLADA, "prompt": text, "prompt_ids": ids,
@@ -53,6 +60,9 @@ def main():
                                                      "seed")},
                   "output_ids": r.output_ids, "nfe": r.nfe,
                   "min_decision_margin": r.min_decision_margin}
+        if suffix_ids:
+            golden["suffix"] = infill[name]
+            golden["suffix_ids"] = [int(t) for t in suffix_ids]
         (OUT / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n")
         print(f"{name}: margin {r.min_decision_margin:.2e}", file=sys.stderr)
 

@@ -98,4 +98,27 @@ Status CheckLogitsShape(const TensorView& logits, int64_t rows, int64_t vocab_si
   return Status::Ok();
 }
 
+Status CheckInfillSuffix(std::span<const int32_t> suffix, int32_t mask_id, int64_t vocab_size,
+                         int64_t prompt_length, int64_t gen_length, int64_t context_length) {
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    if (suffix[i] < 0 || suffix[i] >= vocab_size) {
+      return InvalidArgumentError("suffix token id " + std::to_string(suffix[i]) + " at index " +
+                                  std::to_string(i) + " is outside the vocabulary [0, " +
+                                  std::to_string(vocab_size) + ")");
+    }
+    if (suffix[i] == mask_id) {
+      return InvalidArgumentError("the suffix contains the mask token (index " + std::to_string(i) +
+                                  "): it would never be decoded");
+    }
+  }
+  const int64_t suffix_length = static_cast<int64_t>(suffix.size());
+  if (suffix_length > 0 && prompt_length + gen_length + suffix_length > context_length) {
+    return OutOfRangeError("the prompt (" + std::to_string(prompt_length) + " tokens) + " +
+                           std::to_string(gen_length) + " generated + the suffix (" +
+                           std::to_string(suffix_length) + " tokens) exceed the context length " +
+                           std::to_string(context_length));
+  }
+  return Status::Ok();
+}
+
 }  // namespace unmask

@@ -156,6 +156,11 @@ class Decoder {
 // [rows, vocab_size].
 Status CheckMaskAndPrompt(int32_t mask_id, std::span<const int32_t> prompt, int64_t vocab_size);
 Status CheckLogitsShape(const TensorView& logits, int64_t rows, int64_t vocab_size);
+// The suffix of an infilling canvas (prompt + gen_length masks + suffix; LLaDA and Dream
+// decoders). InvalidArgument for an id outside [0, vocab_size) or the mask id (naming the index);
+// OutOfRange when the canvas exceeds context_length. OK for an empty suffix.
+Status CheckInfillSuffix(std::span<const int32_t> suffix, int32_t mask_id, int64_t vocab_size,
+                         int64_t prompt_length, int64_t gen_length, int64_t context_length);
 
 // The id of the largest of `logits` [vocab] other than `mask_id` (lowest id on ties; mask_id
 // itself when the vocabulary has one entry): what the block decoders write when a slot's

@@ -15,7 +15,8 @@ StatusOr<DiffusionDecoder> DiffusionDecoder::Create(const DiffusionParams& param
                                                     DiffusionTokenIds ids,
                                                     std::span<const int32_t> prompt,
                                                     int64_t context_length, int64_t vocab_size,
-                                                    bool shift_logits) {
+                                                    bool shift_logits,
+                                                    std::span<const int32_t> suffix) {
   UNMASK_RETURN_IF_ERROR(
       ValidateDiffusionParams(params, static_cast<int64_t>(prompt.size()), context_length));
   if (ids.mask < 0 || ids.mask >= vocab_size) {
@@ -32,6 +33,9 @@ StatusOr<DiffusionDecoder> DiffusionDecoder::Create(const DiffusionParams& param
                                   std::to_string(vocab_size) + ")");
     }
   }
+  UNMASK_RETURN_IF_ERROR(CheckInfillSuffix(suffix, ids.mask, vocab_size,
+                                           static_cast<int64_t>(prompt.size()), params.gen_length,
+                                           context_length));
   DiffusionDecoder d;
   d.params_ = params;
   d.ids_ = ids;
@@ -40,10 +44,16 @@ StatusOr<DiffusionDecoder> DiffusionDecoder::Create(const DiffusionParams& param
   d.rng_ = CounterRng(params.seed);
   d.canvas_.assign(prompt.begin(), prompt.end());
   d.canvas_.resize(static_cast<size_t>(d.prompt_length_ + params.gen_length), ids.mask);
+  d.canvas_.insert(d.canvas_.end(), suffix.begin(), suffix.end());
   if (params.cfg_scale > 0) {
     d.uncond_ = d.canvas_;
-    // The reference masks prompt_index = (x != mask_id) at the start: the prompt positions.
+    // The reference masks prompt_index = (x != mask_id) at the start: the prompt positions (and
+    // the suffix's: it is part of the condition).
     for (int64_t i = 0; i < d.prompt_length_; ++i) d.uncond_[static_cast<size_t>(i)] = ids.mask;
+    for (size_t i = static_cast<size_t>(d.prompt_length_ + params.gen_length); i < d.uncond_.size();
+         ++i) {
+      d.uncond_[i] = ids.mask;
+    }
   }
   d.shift_ = shift_logits;
   if (params.commit == CommitRule::kCredit) {
@@ -84,7 +94,8 @@ void DiffusionDecoder::Advance(DiffusionStepResult* result) {
       has_eos |= (t == ids_.eos && t >= 0) || (t == ids_.eot && t >= 0);
     }
     if (has_eos && ids_.eos >= 0) {
-      for (size_t p = static_cast<size_t>(begin + params_.block_length); p < canvas_.size(); ++p) {
+      const size_t gen_end = static_cast<size_t>(prompt_length_ + params_.gen_length);
+      for (size_t p = static_cast<size_t>(begin + params_.block_length); p < gen_end; ++p) {
         canvas_[p] = ids_.eos;
       }
       if (result != nullptr) result->early_stopped = block_ + 1 < params_.num_blocks();
@@ -114,7 +125,8 @@ void DiffusionDecoder::Stop() {
 }
 
 std::span<const int32_t> DiffusionDecoder::generated() const {
-  return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_));
+  return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_),
+                                                   static_cast<size_t>(params_.gen_length));
 }
 
 int64_t DiffusionDecoder::num_masked() const {

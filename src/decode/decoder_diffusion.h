@@ -31,8 +31,12 @@
 //   with s, e the block and L the canvas end, and only the block's masked positions are decoded.
 //   Models with shifted logits (Dream: position p is predicted by output row p - 1) also feed
 //   position s - 1, whose output predicts s.
-// - early_stop (dInfer): when a finished block contains EOS or EOT, every later position becomes
-//   EOS and generation ends.
+// - early_stop (dInfer): when a finished block contains EOS or EOT, every later position of the
+//   generated span becomes EOS and generation ends.
+// Infilling (a suffix; unmask's extension, checked against scripts/reference/generate.py): the
+// canvas is prompt + gen_length masks + suffix. The suffix is fixed context like the prompt: every
+// forward sees it (bidirectional attention), it is never decoded, and with cfg_scale > 0 it is
+// masked in the unconditional canvas together with the prompt.
 // The decoder owns the canvas; the caller runs Model::Forward on Plan() (with a KV cache when
 // needs_kv_cache()) and passes the logits to Update() until Done().
 #ifndef UNMASK_DECODE_DECODER_DIFFUSION_H_
@@ -67,12 +71,14 @@ using DiffusionStepResult = DecodeStep;
 
 class DiffusionDecoder final : public Decoder {
  public:
-  // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt id outside
-  // [0, vocab_size), a missing mask token, or logits_eos_inf without an EOS token.
-  // shift_logits: the model's ModelConfig::shift_logits (Dream).
+  // Errors: those of ValidateDiffusionParams; InvalidArgument for a prompt or suffix id outside
+  // [0, vocab_size), a missing mask token, the mask token in the suffix, or logits_eos_inf without
+  // an EOS token; OutOfRange when prompt + gen_length + suffix exceeds the context length.
+  // shift_logits: the model's ModelConfig::shift_logits (Dream). suffix: infilling (see above).
   static StatusOr<DiffusionDecoder> Create(const DiffusionParams& params, DiffusionTokenIds ids,
                                            std::span<const int32_t> prompt, int64_t context_length,
-                                           int64_t vocab_size, bool shift_logits = false);
+                                           int64_t vocab_size, bool shift_logits = false,
+                                           std::span<const int32_t> suffix = {});
 
   DecoderKind kind() const override { return DecoderKind::kDiffusion; }
   bool Done() const override { return done_; }
@@ -104,9 +110,10 @@ class DiffusionDecoder final : public Decoder {
   const DiffusionTokenIds& token_ids() const { return ids_; }
   int32_t mask_id() const override { return ids_.mask; }
   int64_t prompt_length() const override { return prompt_length_; }
-  // [prompt_length + gen_length]: prompt, then generated tokens (mask id where still masked).
+  // [prompt_length + gen_length + suffix length]: prompt, then generated tokens (mask id where
+  // still masked), then the suffix.
   std::span<const int32_t> canvas() const { return canvas_; }
-  // The generated part of the canvas: [gen_length].
+  // The generated part of the canvas: [gen_length] (between prompt and suffix).
   std::span<const int32_t> generated() const override;
   // Commit-time log-probabilities (Decoder::EnableLogprobs): of the row each token was committed
   // from, after classifier-free guidance and the -inf of logits_eos_inf / the mask id, before the

@@ -12,7 +12,8 @@ namespace unmask {
 
 StatusOr<DreamDecoder> DreamDecoder::Create(const DreamParams& params, int32_t mask_id,
                                             bool shift_logits, std::span<const int32_t> prompt,
-                                            int64_t context_length, int64_t vocab_size) {
+                                            int64_t context_length, int64_t vocab_size,
+                                            std::span<const int32_t> suffix) {
   UNMASK_RETURN_IF_ERROR(
       ValidateDreamParams(params, static_cast<int64_t>(prompt.size()), context_length));
   if (mask_id < 0 || mask_id >= vocab_size) {
@@ -26,6 +27,9 @@ StatusOr<DreamDecoder> DreamDecoder::Create(const DreamParams& params, int32_t m
                                   std::to_string(vocab_size) + ")");
     }
   }
+  UNMASK_RETURN_IF_ERROR(CheckInfillSuffix(suffix, mask_id, vocab_size,
+                                           static_cast<int64_t>(prompt.size()), params.gen_length,
+                                           context_length));
   DreamDecoder d;
   d.params_ = params;
   d.mask_id_ = mask_id;
@@ -36,11 +40,13 @@ StatusOr<DreamDecoder> DreamDecoder::Create(const DreamParams& params, int32_t m
   d.timesteps_ = DreamTimesteps(params.steps, params.eps);
   d.canvas_.assign(prompt.begin(), prompt.end());
   d.canvas_.resize(static_cast<size_t>(d.prompt_length_ + params.gen_length), mask_id);
+  d.canvas_.insert(d.canvas_.end(), suffix.begin(), suffix.end());
   return d;
 }
 
 std::span<const int32_t> DreamDecoder::generated() const {
-  return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_));
+  return std::span<const int32_t>(canvas_).subspan(static_cast<size_t>(prompt_length_),
+                                                   static_cast<size_t>(params_.gen_length));
 }
 
 int64_t DreamDecoder::num_masked() const {

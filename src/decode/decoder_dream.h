@@ -43,10 +43,13 @@ class DreamDecoder final : public Decoder {
  public:
   // mask_id: tokenizer.ggml.mask_token_id; shift_logits: ModelConfig::shift_logits.
   // Errors: those of ValidateDreamParams; InvalidArgument for a mask id outside [0, vocab_size)
-  // or a prompt id outside the vocabulary.
+  // or a prompt id outside the vocabulary; those of CheckInfillSuffix.
+  // suffix: infilling, canvas = prompt + gen_length masks + suffix (fixed context, never decoded;
+  // unmask's extension, checked against scripts/reference/dream_generate.py).
   static StatusOr<DreamDecoder> Create(const DreamParams& params, int32_t mask_id,
                                        bool shift_logits, std::span<const int32_t> prompt,
-                                       int64_t context_length, int64_t vocab_size);
+                                       int64_t context_length, int64_t vocab_size,
+                                       std::span<const int32_t> suffix = {});
 
   DecoderKind kind() const override { return DecoderKind::kDream; }
   bool Done() const override { return stopped_ || step_ >= params_.steps; }
@@ -70,7 +73,8 @@ class DreamDecoder final : public Decoder {
   const DreamParams& params() const { return params_; }
   int32_t mask_id() const override { return mask_id_; }
   int64_t prompt_length() const override { return prompt_length_; }
-  // [prompt_length + gen_length]: prompt, then generated tokens (mask id where still masked).
+  // [prompt_length + gen_length + suffix]: prompt, generated tokens (mask id where still masked),
+  // suffix.
   std::span<const int32_t> canvas() const { return canvas_; }
   std::span<const int32_t> generated() const override;
   // Commit-time log-probabilities (Decoder::EnableLogprobs): of the row each token was committed

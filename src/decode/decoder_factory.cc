@@ -356,6 +356,13 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
   }
 
   const int64_t prompt_length = static_cast<int64_t>(prompt.size());
+  if (!o.suffix.empty() && out.kind != DecoderKind::kDiffusion && out.kind != DecoderKind::kDream) {
+    return InvalidArgumentError(
+        LabelOf(o, "suffix") +
+        " (infilling) needs a diffusion model with bidirectional attention " + "(LLaDA, Dream): " +
+        Describe(model) + " runs the " + std::string(DecoderKindName(out.kind)) +
+        " decoder, whose tokens cannot see text after them");
+  }
   switch (out.kind) {
     case DecoderKind::kAr: {
       if (o.max_tokens < -1) {
@@ -388,12 +395,19 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       return out;
     }
     case DecoderKind::kDiffusion: {
-      UNMASK_ASSIGN_OR_RETURN(out.diffusion, SettleDiffusionParams(o, &out.unused));
+      if (!o.suffix.empty() && !Given(o, "block_length") && o.max_tokens > 0) {
+        // Infilling: one block of exactly max_tokens (see DecodeOptions::suffix).
+        DecodeOptions one_block = o;
+        one_block.diffusion.block_length = o.max_tokens;
+        UNMASK_ASSIGN_OR_RETURN(out.diffusion, SettleDiffusionParams(one_block, &out.unused));
+      } else {
+        UNMASK_ASSIGN_OR_RETURN(out.diffusion, SettleDiffusionParams(o, &out.unused));
+      }
       const DiffusionParams& p = out.diffusion;
       UNMASK_ASSIGN_OR_RETURN(
           DiffusionDecoder d,
           DiffusionDecoder::Create(p, {model.ids.mask, model.ids.eos, model.ids.eot}, prompt,
-                                   c.context_length, c.vocab_size, c.shift_logits));
+                                   c.context_length, c.vocab_size, c.shift_logits, o.suffix));
       // More steps than tokens is the reference's behaviour (the extra forwards commit nothing),
       // but no request may cost more forwards than the longest canvas the context allows.
       if (p.commit == CommitRule::kFixed && p.steps > c.context_length) {
@@ -453,7 +467,7 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       out.dream = p;
       UNMASK_ASSIGN_OR_RETURN(DreamDecoder d,
                               DreamDecoder::Create(p, model.ids.mask, c.shift_logits, prompt,
-                                                   c.context_length, c.vocab_size));
+                                                   c.context_length, c.vocab_size, o.suffix));
       if (p.steps > c.context_length) {
         return InvalidArgumentError(
             "steps (" + std::to_string(p.steps) + ") exceeds the model's context length (" +

@@ -112,6 +112,13 @@ struct DecodeOptions {
   // LLaDA reference's generate (the CLI's -n).
   bool round_canvas = true;
   int32_t kv_seq = 0;  // KV cache sequence of the decoder
+  // Infilling: token ids after the generated span (llama-server's and OpenAI's `suffix`). The
+  // LLaDA and Dream decoders (bidirectional attention) run the canvas prompt + masks + suffix; the
+  // canvas is max_tokens long (one block unless block_length is given: a canvas rounded up and
+  // cut back would no longer join the suffix). Any other decoder: InvalidArgument (an AR model
+  // with fill-in-the-middle tokens gets a rewritten prompt from the caller instead; see
+  // tools/common/infill.h).
+  std::vector<int32_t> suffix;
   // The context the request may use (llama.cpp's -c / --ctx-size): 0 = the model's
   // context_length; a smaller value caps prompt + output; a larger one is refused (InvalidArgument:
   // unmask does not extend a model's context).

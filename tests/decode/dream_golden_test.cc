@@ -51,6 +51,13 @@ TEST_P(DreamGoldenTest, MatchesPythonReferenceOnAnyThreadCount) {
   const std::vector<int32_t> prompt = g.at("prompt_ids");
   // unmask's tokenizer == HF tokenizers (specials parsed, no BOS) on the case's prompt.
   EXPECT_EQ(lm.tokenizer->Encode(g.at("prompt_text").get<std::string>(), false, true), prompt);
+  // Infilling cases: the suffix text, tokenized without specials, after the masks.
+  const std::vector<int32_t> suffix = g.contains("suffix_ids")
+                                          ? g.at("suffix_ids").get<std::vector<int32_t>>()
+                                          : std::vector<int32_t>{};
+  if (!suffix.empty()) {
+    EXPECT_EQ(lm.tokenizer->Encode(g.at("suffix_text").get<std::string>(), false, false), suffix);
+  }
   const std::vector<int32_t> expected = g.at("output_ids");
   const std::vector<std::vector<int32_t>> trace = g.at("trace");
   const std::vector<int64_t> num_transfer = g.at("num_transfer");
@@ -58,7 +65,7 @@ TEST_P(DreamGoldenTest, MatchesPythonReferenceOnAnyThreadCount) {
     SetNumThreads(threads);
     auto dec = DreamDecoder::Create(
         ParamsOf(g), lm.tokenizer->special().mask, lm.model->config().shift_logits, prompt,
-        lm.model->config().context_length, lm.model->config().vocab_size);
+        lm.model->config().context_length, lm.model->config().vocab_size, suffix);
     ASSERT_TRUE(dec.ok()) << dec.status().ToString();
     std::vector<std::vector<int32_t>> got_trace;
     std::vector<int64_t> got_k;

@@ -42,10 +42,14 @@ std::pair<std::vector<int32_t>, int64_t> RunCase(const nlohmann::json& g, int th
   p.confidence_eos_eot_inf = g.at("confidence_eos_eot_inf");
   p.seed = g.at("seed");
   const std::vector<int32_t> prompt = g.at("prompt_ids");
+  // Infilling cases: the canvas is prompt + masks + suffix.
+  const std::vector<int32_t> suffix = g.contains("suffix_ids")
+                                          ? g.at("suffix_ids").get<std::vector<int32_t>>()
+                                          : std::vector<int32_t>{};
   const SpecialTokens& sp = lm.tokenizer->special();
-  auto dec =
-      DiffusionDecoder::Create(p, {sp.mask, sp.eos, sp.eot}, prompt,
-                               lm.model->config().context_length, lm.model->config().vocab_size);
+  auto dec = DiffusionDecoder::Create(
+      p, {sp.mask, sp.eos, sp.eot}, prompt, lm.model->config().context_length,
+      lm.model->config().vocab_size, /*shift_logits=*/false, suffix);
   EXPECT_TRUE(dec.ok()) << dec.status().ToString();
   Decoder* const one[1] = {&*dec};
   auto stats = RunToCompletion(*lm.model, one, nullptr);

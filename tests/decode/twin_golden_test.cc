@@ -18,7 +18,8 @@ namespace {
 TEST(TwinGoldenTest, DiffusionTwinMatchesReference) {
   const std::string dir = testing::TestDataPath("golden/twins");
   int checked = 0;
-  for (const char* name : {"llada_story.json", "llada_story_fast.json"}) {
+  for (const char* name :
+       {"llada_story.json", "llada_story_fast.json", "llada_story_infill.json"}) {
     std::ifstream in(dir + "/" + name);
     ASSERT_TRUE(in) << dir << "/" << name;
     const nlohmann::json g = nlohmann::json::parse(in);
@@ -33,10 +34,17 @@ TEST(TwinGoldenTest, DiffusionTwinMatchesReference) {
     const std::vector<int32_t> prompt = g.at("prompt_ids");
     // The CLI tokenizes the prompt text the same way the reference did.
     EXPECT_EQ(lm->tokenizer->Encode(g.at("prompt").get<std::string>(), true, false), prompt);
+    // Infilling: the suffix text is tokenized without BOS, as the server and --suffix do.
+    const std::vector<int32_t> suffix = g.contains("suffix_ids")
+                                            ? g.at("suffix_ids").get<std::vector<int32_t>>()
+                                            : std::vector<int32_t>{};
+    if (!suffix.empty()) {
+      EXPECT_EQ(lm->tokenizer->Encode(g.at("suffix").get<std::string>(), false, false), suffix);
+    }
     const SpecialTokens& sp = lm->tokenizer->special();
     auto dec = DiffusionDecoder::Create(p, {sp.mask, sp.eos, sp.eot}, prompt,
                                         lm->model->config().context_length,
-                                        lm->model->config().vocab_size);
+                                        lm->model->config().vocab_size, false, suffix);
     ASSERT_TRUE(dec.ok()) << dec.status().ToString();
     Decoder* const one[1] = {&*dec};
     auto stats = RunToCompletion(*lm->model, one, nullptr);
@@ -46,7 +54,7 @@ TEST(TwinGoldenTest, DiffusionTwinMatchesReference) {
         << name;
     ++checked;
   }
-  EXPECT_EQ(checked, 2);
+  EXPECT_EQ(checked, 3);
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
       {R"("skip_special_tokens":false)", "skip_special_tokens"},
       {R"("top_logprobs":3)", "top_logprobs"},  // a chat field
       {R"("echo":true,"logprobs":2)", "logprobs"},
-      {R"("suffix":"end")", "suffix"},
+      {R"("echo":true,"suffix":"end")", "suffix"},
   };
   for (const auto& [field, param] : refused) {
     const std::string body = R"({"model":"m","prompt":"x",)" + field + "}";
@@ -162,7 +162,18 @@ TEST(ApiRequestTest, MeaningfulFieldsAreHonouredOrRefused) {
     EXPECT_EQ(e->param, param) << body;
     EXPECT_EQ(e->code, "unsupported_parameter") << body;
   }
+  // Infilling: a string suffix on completions; chat refuses it (above: with echo).
+  ApiRequest infill;
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","suffix":" end."})", false, &infill));
+  EXPECT_EQ(infill.suffix, std::optional<std::string>(" end."));
+  ASSERT_FALSE(Parse(R"({"model":"m","prompt":"x","suffix":null})", false, &infill));
+  auto chat_suffix = Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+      "suffix":"y"})",
+                           true);
+  ASSERT_TRUE(chat_suffix);
+  EXPECT_EQ(chat_suffix->param, "suffix");
   const std::vector<std::pair<std::string, std::string>> malformed = {
+      {R"("suffix":3)", "suffix"},
       {R"("response_format":"json")", "response_format"},
       {R"("tools":{})", "tools"},
       {R"("ignore_eos":1)", "ignore_eos"},

@@ -87,7 +87,8 @@ def request(g):
                 max_tokens=g["gen_length"], temperature=g["temperature"], seed=g["seed"],
                 top_p=g["top_p"],
                 extra_body={"steps": g["steps"], "top_k": g["top_k"], "alg": g["alg"],
-                            "eps": g["eps"], "alg_temp": g["alg_temp"]})
+                            "eps": g["eps"], "alg_temp": g["alg_temp"]},
+                **({"suffix": g["suffix_text"]} if "suffix_text" in g else {}))
 
 
 def check_case(client, g, vocab):

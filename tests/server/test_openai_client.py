@@ -721,8 +721,46 @@ def t_cancel_timeout(url, client):
     print(f"info  server idle {time.time() - t0:.1f} s after the client timeouts")
 
 
+def t_infill(url, client):
+    """suffix: the diffusion twin fills the span between prompt and suffix exactly as the Python
+    reference does (tests/data/golden/twins/llada_story_infill.json); the AR twin, which has no
+    fill-in-the-middle tokens, and chat requests get a 400 naming suffix."""
+    with open(os.path.join(ROOT, "tests", "data", "golden", "twins", "llada_story_infill.json")) as f:
+        g = json.load(f)
+    s, _, obj, data = raw_json(url, "POST", "/detokenize", {"model": LLADA_ID,
+                                                             "tokens": g["output_ids"]})
+    check(s == 200 and isinstance(obj, dict) and "prompt" in obj, "infill: detokenize the golden",
+          f"{s} {data[:200]!r}")
+    expected = obj["prompt"]
+    r = client.completions.create(model=LLADA_ID, prompt=g["prompt"], suffix=g["suffix"],
+                                  max_tokens=g["gen_length"], temperature=0,
+                                  extra_body={"steps": g["steps"]})
+    check(r.choices[0].text == expected, "infill: the twin's middle equals the reference's",
+          f"{r.choices[0].text!r} != {expected!r}")
+    check(r.usage.prompt_tokens == len(g["prompt_ids"]),
+          "infill: prompt_tokens counts the prompt (not the suffix)", str(r.usage))
+    # Streamed: the same text.
+    text = "".join(c.choices[0].text for c in client.completions.create(
+        model=LLADA_ID, prompt=g["prompt"], suffix=g["suffix"], max_tokens=g["gen_length"],
+        temperature=0, stream=True, extra_body={"steps": g["steps"]}) if c.choices)
+    check(text == expected, "infill: streamed text equals the whole one", f"{text!r}")
+    e = expect_status(lambda: client.completions.create(model=AR_ID, prompt=g["prompt"],
+                                                        suffix=g["suffix"], max_tokens=4),
+                      openai.BadRequestError, 400)
+    msg = error_message(e)[0] if e is not None else ""
+    check("fill-in-the-middle" in msg, "infill: an AR model without FIM tokens gets a 400", msg)
+    s, _, obj, data = raw_json(url, "POST", "/v1/chat/completions", {
+        "model": LLADA_ID, "messages": [{"role": "user", "content": "hi"}], "suffix": "x"})
+    check(s == 400 and is_error_object(obj) and obj["error"].get("param") == "suffix",
+          "infill: suffix on chat is a 400 naming it", f"{s} {data[:200]!r}")
+    s, _, obj, data = raw_json(url, "POST", "/v1/completions", {
+        "model": LLADA_ID, "prompt": "a", "suffix": 3})
+    check(s == 400 and is_error_object(obj) and obj["error"].get("param") == "suffix",
+          "infill: a suffix that is not a string is a 400", f"{s} {data[:200]!r}")
+
+
 TESTS = [t_health_and_root, t_models, t_completions, t_token_prompt, t_greedy_determinism, t_seed,
-         t_n_and_echo, t_logprobs, t_structured_output,
+         t_n_and_echo, t_logprobs, t_structured_output, t_infill,
          t_stop, t_chat, t_streaming, t_extensions, t_errors, t_tokenize, t_metrics,
          t_cancel_stream, t_cancel_timeout]
 

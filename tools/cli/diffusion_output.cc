@@ -17,6 +17,7 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
     nlohmann::json j;
     j["text"] = text;
     j["finish_reason"] = result.finish;
+    if (!result.suffix.empty()) j["suffix"] = result.suffix;
     j["prompt_ids"] = std::vector<int32_t>(prompt_ids.begin(), prompt_ids.end());
     j["output_ids"] = std::vector<int32_t>(output.begin(), output.end());
     j["nfe"] = stats.nfe;
@@ -41,7 +42,7 @@ int PrintDiffusionResult(const LoadedModel& lm, const std::string& path,
     // Token text may hold invalid UTF-8 (byte-level pieces): replace it instead of throwing.
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("%s\n", result.text_printed ? "" : text.c_str());
+    std::printf("%s%s\n", result.text_printed ? "" : text.c_str(), result.suffix.c_str());
     std::fflush(stdout);  // the text before the statistics on a shared terminal
     if (result.finish == "interrupted") std::fprintf(stderr, "interrupted (Ctrl-C)\n");
     std::fprintf(stderr,

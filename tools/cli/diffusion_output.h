@@ -19,6 +19,7 @@ struct DiffusionResult {
   std::string finish = "length";    // "stop" | "length" | "interrupted" (Ctrl-C)
   std::span<const int32_t> output;  // the canvas' first -n tokens (every token, EOS and after)
   bool text_printed = false;        // the text was streamed to stdout already (not --json)
+  std::string suffix;               // --suffix (infilling): printed after the text, in JSON too
 };
 
 // Prints the result: the text (unless printed) and a newline on stdout and a one-line summary

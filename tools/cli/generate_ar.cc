@@ -169,6 +169,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     nlohmann::json j;
     j["text"] = text;
     j["finish_reason"] = finish;
+    if (!run.suffix_text.empty()) j["suffix"] = run.suffix_text;
     j["prompt_ids"] = ids;
     j["output_ids"] = std::vector<int32_t>(
         dec.generated().begin(), dec.generated().begin() + static_cast<ptrdiff_t>(kept_tokens));
@@ -216,7 +217,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     if (printed < text.size()) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
-    std::printf("\n");
+    std::printf("%s\n", run.suffix_text.c_str());
     std::fflush(stdout);  // the text before the statistics on a shared terminal
     if (Interrupted()) std::fprintf(stderr, "interrupted (Ctrl-C)\n");
     std::string spec_info;

@@ -8,6 +8,7 @@
 #include "cli/prompt_source.h"
 #include "common/cli_util.h"
 #include "common/decode_args.h"
+#include "common/infill.h"
 #include "common/interrupt.h"
 #include "core/clock.h"
 
@@ -17,7 +18,8 @@ namespace {
 constexpr const char* kWho = "unmask generate";
 
 // Parses "1,2,3" (spaces allowed). InvalidArgument naming the bad item.
-StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
+StatusOr<std::vector<int32_t>> ParseIds(const std::string& text,
+                                        const std::string& flag = "--prompt-ids") {
   std::vector<int32_t> ids;
   size_t start = 0;
   while (start <= text.size()) {
@@ -30,7 +32,7 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
     errno = 0;
     const long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &stop, 10);
     if (item.empty() || *stop != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
-      return InvalidArgumentError("--prompt-ids: '" + item +
+      return InvalidArgumentError(flag + ": '" + item +
                                   "' is not a token id (expected a comma-separated list of "
                                   "non-negative integers such as 1,2,3)");
     }
@@ -101,6 +103,20 @@ void GenerateCommand::AddTo(CLI::App& app) {
                    "template)")
         ->excludes(p_opt)
         ->excludes(f_opt)
+        ->type_name("IDS");
+  }
+  if (!chat_mode) {
+    app.add_option("--suffix", suffix,
+                   "infilling: the text after the generated span; the output (printed between "
+                   "the prompt's end and this text) joins the two. Diffusion models with "
+                   "bidirectional attention (LLaDA, Dream) fill it natively (canvas = prompt + "
+                   "masks + suffix, one block of -n unless --block-length is given); AR models "
+                   "need fill-in-the-middle tokens (<|fim_prefix|>, <fim_prefix>, <PRE>, ...). "
+                   "Implies --no-chat")
+        ->type_name("TEXT");
+    app.add_option("--suffix-ids", suffix_ids,
+                   "infilling: the suffix as token ids, e.g. 7,8,9 (as --prompt-ids)")
+        ->excludes("--suffix")
         ->type_name("IDS");
   }
   auto* sys_opt = app.add_option("--system,--system-prompt", system,
@@ -262,13 +278,47 @@ int GenerateCommand::Run() const {
                                   flag));
       }
     }
-    used_chat = chat || (has_template && !no_chat);
+    if ((!suffix.empty() || !suffix_ids.empty()) && (chat || !system.empty())) {
+      return FailWith(kWho, InvalidArgumentError("--suffix (infilling) continues a plain prompt: "
+                                                 "drop --chat and --system"));
+    }
+    used_chat = suffix.empty() && suffix_ids.empty() && (chat || (has_template && !no_chat));
     std::vector<ChatMessage> msgs;
     if (!system.empty()) msgs.push_back({"system", system});
     msgs.push_back({"user", user_text});
     auto encoded = EncodePrompt(tok, m.config().needs_mask_token(), msgs, used_chat);
     if (!encoded.ok()) return FailWith(kWho, encoded.status());
     ids = *std::move(encoded);
+  }
+  std::vector<int32_t> suffix_tokens;
+  std::string suffix_text = suffix;
+  if (FlagGiven(cli, "--suffix-ids")) {
+    auto parsed = ParseIds(suffix_ids, "--suffix-ids");
+    if (!parsed.ok()) return FailWith(kWho, parsed.status());
+    suffix_tokens = *std::move(parsed);
+    suffix_text = tok.Decode(suffix_tokens, /*skip_special=*/false);
+  } else if (!suffix.empty()) {
+    suffix_tokens = tok.Encode(suffix, /*add_special=*/false, /*parse_special=*/false);
+  }
+  if (!suffix_tokens.empty()) {
+    if (m.config().needs_mask_token()) {
+      options.suffix = suffix_tokens;
+      options.given.push_back({"suffix", FlagGiven(cli, "--suffix") ? "--suffix" : "--suffix-ids"});
+    } else {
+      const FimTokens fim = FindFimTokens(tok);
+      if (!fim.ok()) {
+        return FailWith(kWho, InvalidArgumentError(
+                                  "--suffix (infilling) needs a diffusion model with bidirectional "
+                                  "attention (LLaDA, Dream) or an autoregressive model with "
+                                  "fill-in-the-middle tokens (<|fim_prefix|>, <fim_prefix>, "
+                                  "<PRE>, ...); " +
+                                  path + " has neither"));
+      }
+      const int32_t bos = tok.special().bos;
+      const bool has_bos = bos >= 0 && !ids.empty() && ids.front() == bos;
+      ids = FimPrompt(fim, std::span<const int32_t>(ids).subspan(has_bos ? 1 : 0), suffix_tokens,
+                      has_bos ? bos : -1);
+    }
   }
   const double tokenize_ms = MsSince(tok_start);
   if (Status st = constraint.Apply(tok, m.config().needs_mask_token(), &options); !st.ok()) {
@@ -280,7 +330,8 @@ int GenerateCommand::Run() const {
   }
   if (seed_drawn) PrintDrawnSeed(options);
   CatchInterrupt();
-  const GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms, seed_drawn};
+  GenerateRun run{engine, index, path, ids, used_chat, load_ms, tokenize_ms, seed_drawn};
+  run.suffix_text = suffix_text;
   if (!m.config().needs_mask_token()) return RunArGeneration(*this, run, options);
   return RunDiffusionGeneration(*this, run, options);
 }

@@ -28,6 +28,8 @@ struct GenerateCommand {
   std::string prompt;         // -p ("-": standard input)
   std::string prompt_file;    // -f
   std::string prompt_ids;
+  std::string suffix;              // --suffix: infilling, the text after the generated span
+  std::string suffix_ids;          // --suffix-ids: the same as token ids
   std::string system;              // --system: the chat template's system message
   std::string chat_template_file;  // --chat-template-file: replaces the model's template
   int64_t ctx_size = 0;            // -c: the context the run may use (0: the model's)
@@ -79,6 +81,7 @@ struct GenerateRun {
   double tokenize_ms = 0;
   bool seed_drawn = false;       // no --seed: the seed was drawn at random (and printed)
   std::string* reply = nullptr;  // chat: receives the generated text (not printed as JSON)
+  std::string suffix_text = {};  // --suffix / --suffix-ids: printed after the text
 };
 
 // The prompt ids of `messages`: through the chat template (use_template; BOS not doubled), else

@@ -213,6 +213,7 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
     stats.generated_tokens = committed;
   }
   DiffusionResult result;
+  result.suffix = run.suffix_text;
   result.text = text.text();
   result.finish = Interrupted()                          ? "interrupted"
                   : text.finish() == FinishReason::kStop ? "stop"

@@ -316,8 +316,13 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
     return Unsupported("logprobs",
                        "'logprobs' with 'echo' (the prompt's log-probabilities) is not supported");
   }
-  if (j.contains("suffix") && !j["suffix"].is_null()) {
-    return Unsupported("suffix", "'suffix' (infilling) is not supported");
+  if (auto it = j.find("suffix"); it != j.end() && !it->is_null()) {
+    if (chat) {
+      return Unsupported("suffix", "'suffix' (infilling) is a completions field, not a chat one");
+    }
+    if (!it->is_string()) return Bad("suffix", "'suffix' must be a string");
+    if (r.echo) return Unsupported("suffix", "'suffix' with 'echo' is not supported");
+    r.suffix = it->get<std::string>();
   }
   if (auto e = ReadOutputConstraint(body, j, &r.constraint)) return e;
   if (auto e = ReadTools(body, j, chat, &r.tools)) return e;

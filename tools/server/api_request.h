@@ -71,6 +71,9 @@ struct ApiRequest {
   std::string user;         // OpenAI: an end-user id, logged
   int64_t n = 1;            // choices: n requests on one model (seeds seed, seed + 1, ...)
   bool echo = false;        // completions: the prompt text before each choice's text
+  // Completions: infilling, the text after the generated span (OpenAI's suffix; the text between
+  // prompt and suffix is returned). nullopt when absent or null.
+  std::optional<std::string> suffix;
   // -1: off; k >= 0: each token's log-probability and k alternatives (completions: logprobs = k;
   // chat: logprobs true, top_logprobs = k). Diffusion models: at commit time.
   int32_t logprobs = -1;

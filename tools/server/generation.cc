@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "chat/tool_calls.h"
+#include "common/infill.h"
 #include "grammar/gbnf_parser.h"
 #include "server/api_response.h"
 #include "server/response_stream.h"
@@ -76,7 +77,36 @@ std::vector<GivenParam> GivenFields(const ApiRequest& r) {
   add(r.alg.has_value(), "alg");
   add(r.eps.has_value(), "eps");
   add(r.alg_temp.has_value(), "alg_temp");
+  add(r.suffix.has_value() && !r.suffix->empty(), "suffix");
   return out;
+}
+
+// Infilling (common/infill.h): a diffusion model gets the suffix as canvas context (the decoder
+// factory refuses it for block-causal models); an AR model with fill-in-the-middle tokens gets
+// llama.cpp's PSM prompt; any other AR model cannot fill in.
+std::optional<ApiError> ApplySuffix(const ApiRequest& r, const std::string& model_id,
+                                    bool diffusion, const Tokenizer& tok, GenerationRequest* g) {
+  if (!r.suffix || r.suffix->empty()) return std::nullopt;
+  std::vector<int32_t> suffix = tok.Encode(*r.suffix, /*add_special=*/false,
+                                           /*parse_special=*/false);
+  if (diffusion) {
+    g->suffix = std::move(suffix);
+    return std::nullopt;
+  }
+  const tools::FimTokens fim = tools::FindFimTokens(tok);
+  if (!fim.ok()) {
+    return Unsupported("suffix",
+                       "'suffix' (infilling) needs a diffusion model with bidirectional attention "
+                       "(LLaDA, Dream) or an autoregressive model with fill-in-the-middle tokens "
+                       "(<|fim_prefix|>, <fim_prefix>, <PRE>, ...); " +
+                           model_id + " has neither");
+  }
+  const int32_t bos = tok.special().bos;
+  const bool has_bos = bos >= 0 && !g->prompt.empty() && g->prompt.front() == bos;
+  const std::span<const int32_t> prefix =
+      std::span<const int32_t>(g->prompt).subspan(has_bos ? 1 : 0);
+  g->prompt = tools::FimPrompt(fim, prefix, suffix, has_bos ? bos : -1);
+  return std::nullopt;
 }
 
 // OpenAI's error for a request that does not fit the model's context (the openai client raises
@@ -132,7 +162,7 @@ std::optional<ApiError> Server::PromptIds(const ApiRequest& r, const ServedModel
   }
   // A text far longer than the context cannot fit whatever the tokenizer does: refuse it before
   // tokenizing (an 8 MiB prompt would otherwise cost hundreds of MiB and seconds of CPU).
-  size_t chars = r.prompt_text.size();
+  size_t chars = r.prompt_text.size() + (r.suffix ? r.suffix->size() : 0);
   for (const ChatMessage& msg : r.messages) {
     chars += msg.content.size();
     for (const ChatToolCall& call : msg.tool_calls) {
@@ -237,6 +267,7 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
     }
   }
   if (auto e = PromptIds(r, m, &g->prompt)) return e;
+  if (auto e = ApplySuffix(r, m.id, m.diffusion(), *m.loaded->tokenizer, g)) return e;
   // The model's config with the context requests may use (serve -c).
   ModelConfig config = m.loaded->model->config();
   if (m.context_length < config.context_length) {
@@ -392,13 +423,22 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
     const Status& st = b.status();
     if (st.code() == StatusCode::kOutOfRange) {
       std::string msg = st.message() + " (model " + m.id + ")";
+      // Infilling without block_length: one block of max_tokens, then the suffix.
+      const int64_t suffix_length = static_cast<int64_t>(g->suffix.size());
+      const bool one_block = suffix_length > 0 && !r.block_length;
       const int64_t canvas = DiffusionCanvasLength(g->max_tokens, dp.block_length);
-      if (kind == DecoderKind::kDiffusion && canvas != g->max_tokens) {
+      if (kind == DecoderKind::kDiffusion && !one_block && canvas != g->max_tokens) {
         msg += "; the diffusion canvas is max_tokens (" + std::to_string(g->max_tokens) +
                ") rounded up to a multiple of block_length (" + std::to_string(dp.block_length) +
                "): " + std::to_string(canvas) + " positions";
       }
-      const int64_t room = MaxTokensInContext(config, kind, prompt_length, dp.block_length);
+      if (suffix_length > 0) {
+        msg += "; the suffix takes " + std::to_string(suffix_length) + " positions after them";
+      }
+      const int64_t room =
+          one_block
+              ? config.context_length - prompt_length - suffix_length
+              : MaxTokensInContext(config, kind, prompt_length + suffix_length, dp.block_length);
       if (room > 0) msg += "; at most " + std::to_string(room) + " tokens fit after this prompt";
       return ContextError(msg, "max_tokens");
     }

@@ -1,0 +1,46 @@
+// GGUF reader on arbitrary bytes: header, metadata (nested arrays included) and tensor infos, then
+// what the loader reads from the metadata: the model config and the tokenizer (a vocabulary read
+// from fuzzed metadata), which then encodes and decodes a fixed text.
+// Seeds: the project's GGUF files (tests/data/models, models/*.gguf cut to their header).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/gguf.h"
+#include "fuzz_util.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace unmask;
+  auto file = gguf::GgufFile::FromBytes(std::vector<uint8_t>(data, data + size), "fuzz.gguf");
+  if (!file.ok()) {
+    if (file.status().message().empty()) fuzz::Fail("an error without a message");
+    return 0;
+  }
+  const gguf::GgufFile& f = **file;
+  for (const gguf::MetadataEntry& e : f.metadata()) (void)e.value.ToString();
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    (void)t.ShapeString();
+    if (t.num_bytes > f.file_size() || t.offset > f.file_size() ||
+        f.data_offset() + t.offset + t.num_bytes > f.file_size()) {
+      fuzz::Fail("tensor " + t.name + " reaches past the end of the file");
+    }
+  }
+  (void)ReadModelConfig(f);
+  auto tok = Tokenizer::FromGguf(f);
+  if (tok.ok()) {
+    const std::string text = "Hello world, <|im_start|> 12345 \xc3\xa9\xe4\xb8\xad!\n\n  x";
+    for (bool special : {false, true}) {
+      std::vector<TokenId> ids = (*tok)->Encode(text, special, special);
+      for (TokenId id : ids) {
+        if (id < 0 || id >= (*tok)->vocab_size()) fuzz::Fail("Encode gave an id out of range");
+        (void)(*tok)->TokenBytes(id);
+      }
+      (void)(*tok)->Decode(ids, special);
+      (void)(*tok)->DecodeContinuation(ids.empty() ? kNoToken : ids[0], ids, special);
+    }
+  }
+  return 0;
+}
