@@ -450,16 +450,9 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
   return std::nullopt;
 }
 
-void Server::HandleGeneration(const httplib::Request& req, httplib::Response& res, bool chat) {
-  const auto arrival = SteadyClock::now();
-  ApiRequest r;
-  if (auto e = ParseApiRequest(req.body, chat, &r)) return SendError(res, *e);
-  // HTTP/1.0 has no chunked encoding: the whole response is built before it is sent (no keep-alive
-  // spaces, so a client that leaves is not noticed), and streaming is refused.
-  if (req.version == "HTTP/1.0" && r.stream) {
-    return SendError(res,
-                     MakeError(400, "streaming needs HTTP/1.1 (chunked transfer)", "", "stream"));
-  }
+std::optional<ApiError> Server::StartGeneration(ApiRequest& r, bool chat,
+                                                SteadyClock::time_point arrival,
+                                                std::shared_ptr<Exchange>* out) {
   const uint64_t n = next_id_.fetch_add(1);
   char idbuf[40];
   std::snprintf(idbuf, sizeof(idbuf), "%s-%016llx", chat ? "chatcmpl" : "cmpl",
@@ -532,7 +525,7 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
         }
         first.message = msg;
       }
-      return SendError(res, first);
+      return first;
     }
     route = *std::move(decision);
     m = models_[route->index].get();
@@ -544,20 +537,18 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     if (r.model.empty()) {
       std::string ids;
       for (const auto& sm : models_) ids += (ids.empty() ? "" : ", ") + sm->id;
-      return SendError(res, MakeError(400,
-                                      "'model' is required: this server has several (" + ids +
-                                          ", or \"auto\" to route)",
-                                      "", "model"));
+      return MakeError(
+          400, "'model' is required: this server has several (" + ids + ", or \"auto\" to route)",
+          "", "model");
     }
     m = FindModel(r.model);
     if (m == nullptr) {
-      return SendError(res, MakeError(404,
-                                      "the model '" + r.model +
-                                          "' does not exist (loaded: see GET /v1/models; "
-                                          "\"auto\" routes)",
-                                      "not_found_error", "model"));
+      return MakeError(404,
+                       "the model '" + r.model +
+                           "' does not exist (loaded: see GET /v1/models; \"auto\" routes)",
+                       "not_found_error", "model");
     }
-    if (auto e = BuildGeneration(r, *m, &g, &built)) return SendError(res, *e);
+    if (auto e = BuildGeneration(r, *m, &g, &built)) return e;
   }
   if (!built.unused.empty()) {
     std::string list;
@@ -577,7 +568,7 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     gi.arrival = arrival;
     gi.id = std::string(idbuf) + "-" + std::to_string(i);
     BuiltDecoder bi;
-    if (auto e = BuildGeneration(ri, *m, &gi, &bi)) return SendError(res, *e);
+    if (auto e = BuildGeneration(ri, *m, &gi, &bi)) return e;
     gens.push_back(std::move(gi));
     decoders.push_back(std::move(bi));
   }
@@ -589,13 +580,11 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     if (!stream.ok()) {
       x->CancelAll();  // the choices already queued
       if (stream.status().code() == StatusCode::kResourceExhausted) {
-        res.set_header("Retry-After", "1");
-        return SendError(res, MakeError(429,
-                                        "the server is overloaded: " + stream.status().message() +
-                                            "; retry later",
-                                        "rate_limit_error"));
+        return MakeError(429,
+                         "the server is overloaded: " + stream.status().message() + "; retry later",
+                         "rate_limit_error");  // sent with Retry-After (SendError)
       }
-      return SendError(res, MakeError(503, stream.status().message()));
+      return MakeError(503, stream.status().message());
     }
     x->streams.push_back(*stream);
   }
@@ -616,6 +605,22 @@ void Server::HandleGeneration(const httplib::Request& req, httplib::Response& re
     x->echo = r.prompt_is_ids ? m->loaded->tokenizer->Decode(r.prompt_ids, /*skip_special=*/false)
                               : r.prompt_text;
   }
+  *out = std::move(x);
+  return std::nullopt;
+}
+
+void Server::HandleGeneration(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const auto arrival = SteadyClock::now();
+  ApiRequest r;
+  if (auto e = ParseApiRequest(req.body, chat, &r)) return SendError(res, *e);
+  // HTTP/1.0 has no chunked encoding: the whole response is built before it is sent (no keep-alive
+  // spaces, so a client that leaves is not noticed), and streaming is refused.
+  if (req.version == "HTTP/1.0" && r.stream) {
+    return SendError(res,
+                     MakeError(400, "streaming needs HTTP/1.1 (chunked transfer)", "", "stream"));
+  }
+  std::shared_ptr<Exchange> x;
+  if (auto e = StartGeneration(r, chat, arrival, &x)) return SendError(res, *e);
   auto provider = [x](size_t, httplib::DataSink& sink) {
     const bool ok = x->stream_mode ? ProvideStream(*x, sink) : ProvideWhole(*x, sink);
     if (!ok) x->CancelAll();  // the client is gone: the engine drops the requests

@@ -156,6 +156,7 @@ const ServedModel* Server::FindModel(const std::string& id) const {
 
 void Server::SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  if (e.status == 429) res.set_header("Retry-After", "1");
   res.set_content(ErrorBody(e), "application/json");
   if (e.status != 200) metrics_.Add("http_requests_rejected_total", {std::to_string(e.status)});
 }
@@ -235,6 +236,25 @@ void Server::InstallRoutes() {
          });
   s.Post("/tokenize", [this, guard](const httplib::Request& req, httplib::Response& res) {
     if (guard(res)) HandleTokenize(req, res, false);
+  });
+  // Ollama's API (ollama_api.h).
+  s.Post("/api/generate", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (guard(res)) HandleOllamaGeneration(req, res, false);
+  });
+  s.Post("/api/chat", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (guard(res)) HandleOllamaGeneration(req, res, true);
+  });
+  s.Get("/api/tags", [this, guard](const httplib::Request&, httplib::Response& res) {
+    if (guard(res)) HandleOllamaModels(res, false);
+  });
+  s.Get("/api/ps", [this, guard](const httplib::Request&, httplib::Response& res) {
+    if (guard(res)) HandleOllamaModels(res, true);
+  });
+  s.Post("/api/show", [this, guard](const httplib::Request& req, httplib::Response& res) {
+    if (guard(res)) HandleOllamaShow(req, res);
+  });
+  s.Get("/api/version", [](const httplib::Request&, httplib::Response& res) {
+    SetJson(res, 200, {{"version", UNMASK_VERSION}});
   });
   s.Post("/detokenize", [this, guard](const httplib::Request& req, httplib::Response& res) {
     if (guard(res)) HandleTokenize(req, res, true);

@@ -1,7 +1,8 @@
 // `unmask serve`: the HTTP front end (cpp-httplib) over the engine (engine/engine.h: its models,
 // scheduler and router).
 // Routes: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; GET /v1/models,
-// /health, /metrics, / (playground). docs/serving.md is the user's reference.
+// /health, /metrics, / (playground); Ollama's POST /api/generate, /api/chat, /api/show and GET
+// /api/tags, /api/ps, /api/version. docs/serving.md is the user's reference.
 #ifndef UNMASK_TOOLS_SERVER_SERVER_H_
 #define UNMASK_TOOLS_SERVER_SERVER_H_
 
@@ -29,6 +30,8 @@ class Response;
 }  // namespace httplib
 
 namespace unmask::server {
+
+struct Exchange;  // server/response_stream.h
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -119,6 +122,16 @@ class Server {
   // validation), or the error to send.
   std::optional<ApiError> BuildGeneration(const ApiRequest& r, const ServedModel& m,
                                           GenerationRequest* g, BuiltDecoder* built) const;
+  // Routes (model "auto"), builds and submits a parsed request: *out is the exchange whose
+  // streams the response reads. The error to send otherwise (429: the queue is full).
+  std::optional<ApiError> StartGeneration(ApiRequest& r, bool chat, SteadyClock::time_point arrival,
+                                          std::shared_ptr<Exchange>* out);
+  // Ollama's API (ollama_api.h): /api/generate (chat false) and /api/chat; /api/tags, /api/ps,
+  // /api/show, /api/version.
+  void HandleOllamaGeneration(const httplib::Request& req, httplib::Response& res, bool chat);
+  void HandleOllamaModels(httplib::Response& res, bool running);
+  void HandleOllamaShow(const httplib::Request& req, httplib::Response& res);
+  // An OpenAI error object (429 with Retry-After).
   void SendError(httplib::Response& res, const ApiError& e);
 
   ServerOptions options_;
