@@ -7,6 +7,7 @@ The server's stderr is kept in srv.log (a file path) for failure messages.
 """
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -70,7 +71,7 @@ class UnmaskServer:
 
     def __exit__(self, *exc):
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.send_signal(signal.SIGINT)  # stop at once (SIGTERM would drain)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

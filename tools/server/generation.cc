@@ -605,6 +605,8 @@ std::optional<ApiError> Server::StartGeneration(ApiRequest& r, bool chat,
     x->echo = r.prompt_is_ids ? m->loaded->tokenizer->Decode(r.prompt_ids, /*skip_special=*/false)
                               : r.prompt_text;
   }
+  open_responses_.fetch_add(1);
+  x->open_token = std::shared_ptr<void>(nullptr, [this](void*) { open_responses_.fetch_sub(1); });
   *out = std::move(x);
   return std::nullopt;
 }

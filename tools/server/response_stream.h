@@ -44,6 +44,8 @@ struct Exchange {
   // the model's template.
   std::optional<chat::ToolRequest> tools;
   chat::ToolCallFormat tool_format = chat::ToolCallFormat::kGeneric;
+  // Released with the exchange, when its response is over (Server::Drain waits for these).
+  std::shared_ptr<void> open_token;
   void CancelAll() {
     for (auto& s : streams) s->Cancel();
   }

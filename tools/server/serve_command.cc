@@ -41,6 +41,11 @@ void ServeCommand::AddTo(CLI::App& app) {
   app.add_option("--request-timeout", request_timeout_s,
                  "default deadline of a request in seconds (the request's 'timeout' overrides)")
       ->check(CLI::Range(0.001, 1e7));
+  app.add_option("--drain-timeout", drain_timeout_s,
+                 "SIGTERM drains: new requests get 503 and /health says draining while the "
+                 "running ones finish, for at most this many seconds (then they are aborted); "
+                 "0: stop at once. SIGINT (Ctrl-C), or a second SIGTERM, stops at once")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--latency-target-ms", options.latency_target_ms,
                  "model=auto: the end-to-end latency the router aims for when the request has "
                  "no latency_target_ms")
@@ -82,6 +87,7 @@ int ServeCommand::Run() {
   options.aliases = aliases;
   options.weight_mode = *mode;
   options.request_timeout_s = request_timeout_s;
+  options.drain_timeout_s = drain_timeout_s;
   options.temperature_given = FlagGiven(cli, "--temperature");
   {
     // The server's defaults are settled as a request's are (--threshold alone implies the
@@ -151,20 +157,39 @@ int ServeCommand::Run() {
     }
     std::fprintf(stderr, "unmask serve: ready (%s)\n", options.backend->Describe().c_str());
   });
+  // SIGTERM drains (a rolling restart loses no admitted request), then stops; SIGINT, or a
+  // signal during the drain, stops at once (running requests end as aborted).
+  std::thread drainer;
   std::thread signals([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (serving_done.load()) return;
-    if (sig == SIGINT || sig == SIGTERM) {
+    for (;;) {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      if (serving_done.load()) return;
+      if (sig == SIGTERM && !srv.draining() && srv.ready() && drain_timeout_s > 0) {
+        std::fprintf(stderr, "unmask serve: SIGTERM: draining for up to %.0f s\n", drain_timeout_s);
+        drainer = std::thread([&] {
+          const int64_t left = srv.Drain(drain_timeout_s);
+          if (serving_done.load()) return;
+          if (left > 0) {
+            std::fprintf(stderr, "unmask serve: drain deadline: aborting %lld request%s\n",
+                         static_cast<long long>(left), left == 1 ? "" : "s");
+          }
+          std::fprintf(stderr, "unmask serve: stopping (drained)\n");
+          stop_until_done();
+        });
+        continue;
+      }
       std::fprintf(stderr, "unmask serve: stopping (signal %d)\n", sig);
       stop_until_done();
+      return;
     }
   });
   srv.Serve();
   serving_done.store(true);
   loader.join();
-  // Wake the signal thread if no signal came (the server stopped after a failed load).
-  pthread_kill(signals.native_handle(), SIGTERM);
+  if (drainer.joinable()) drainer.join();
+  // Wake the signal thread if it still waits (no signal came, or only the draining one).
+  pthread_kill(signals.native_handle(), SIGINT);
   signals.join();
   return rc;
 }

@@ -20,6 +20,7 @@ struct ServeCommand {
   DiffusionArgs diffusion;  // the diffusion decoder's default flags
   server::ServerOptions options;
   double request_timeout_s = 600;
+  double drain_timeout_s = 30;
   CLI::App* cli = nullptr;  // set by AddTo: which flags the user gave
 
   void AddTo(CLI::App& app);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "server/api_response.h"
 
@@ -140,6 +141,20 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
 
 void Server::Serve() { http_->listen_after_bind(); }
 
+int64_t Server::Drain(double timeout_s) {
+  draining_.store(true);
+  std::fprintf(stderr, "unmask serve: draining (%lld response%s open, up to %.0f s)\n",
+               static_cast<long long>(open_responses_.load()),
+               open_responses_.load() == 1 ? "" : "s", timeout_s);
+  const auto deadline =
+      SteadyClock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(std::max(timeout_s, 0.0) * 1e6));
+  while (open_responses_.load() > 0 && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return open_responses_.load();
+}
+
 void Server::Stop() {
   // Requests end first (as aborted: their streams get a last event and close), then the listener
   // and the connection threads.
@@ -191,16 +206,17 @@ void Server::InstallRoutes() {
     SendError(res, e);
     return httplib::Server::HandlerResponse::Handled;
   });
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready()) {
+  auto health = [this](const httplib::Request&, httplib::Response& res) {
+    if (draining()) {
+      SetJson(res, 503, {{"status", "draining"}});
+    } else if (!ready()) {
       SetJson(res, 503, {{"status", "loading"}});
     } else {
       SetJson(res, 200, {{"status", "ok"}});
     }
-  });
-  s.Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
-    SetJson(res, ready() ? 200 : 503, {{"status", ready() ? "ok" : "loading"}});
-  });
+  };
+  s.Get("/health", health);
+  s.Get("/v1/health", health);
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.Render("unmask:"), "text/plain; version=0.0.4");
   });
@@ -208,9 +224,11 @@ void Server::InstallRoutes() {
     res.set_content(kPlaygroundHtml, "text/html; charset=utf-8");
   });
   auto guard = [this](httplib::Response& res) {
-    if (ready()) return true;
+    if (ready() && !draining()) return true;
     res.set_header("Retry-After", "1");
-    SendError(res, MakeError(503, "the models are still loading; retry shortly"));
+    SendError(res, MakeError(503, draining() ? "the server is shutting down (draining); retry "
+                                               "on another replica"
+                                             : "the models are still loading; retry shortly"));
     return false;
   };
   s.Get("/v1/models", [this, guard](const httplib::Request&, httplib::Response& res) {

@@ -60,6 +60,7 @@ struct ServerOptions {
   std::string api_key;
   double latency_target_ms = 2000;  // router default
   double request_timeout_s = 600;   // default deadline
+  double drain_timeout_s = 30;      // SIGTERM: how long running requests may finish (Drain)
   bool speculative_lookup = false;  // AR default: prompt-lookup drafting
   int http_threads = 0;             // 0: max_queue + models x max_batch + 8
   size_t max_body_bytes = 8 << 20;
@@ -106,7 +107,13 @@ class Server {
   // Serves until Stop() (blocks).
   void Serve();
   void Stop();
+  // Graceful shutdown (SIGTERM, a rolling restart): new requests get 503 with Retry-After and
+  // /health answers 503 {"status": "draining"} (so a load balancer stops sending here), while the
+  // requests already admitted run to their end; returns when none is left or after `timeout_s`
+  // (those still running are then aborted by Stop()). Returns the number still running.
+  int64_t Drain(double timeout_s);
   bool ready() const { return ready_.load(); }
+  bool draining() const { return draining_.load(); }
 
  private:
   void InstallRoutes();
@@ -140,6 +147,8 @@ class Server {
   std::unique_ptr<Engine> engine_;                    // models, scheduler, router inputs
   std::vector<std::unique_ptr<ServedModel>> models_;  // written before ready_ is set
   std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> open_responses_{0};  // generation responses not finished yet
   std::atomic<uint64_t> next_id_{1};
 };
 
