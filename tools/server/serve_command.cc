@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -45,6 +46,11 @@ void ServeCommand::AddTo(CLI::App& app) {
                  "SIGTERM drains: new requests get 503 and /health says draining while the "
                  "running ones finish, for at most this many seconds (then they are aborted); "
                  "0: stop at once. SIGINT (Ctrl-C), or a second SIGTERM, stops at once")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--drain-grace", options.drain_grace_s,
+                 "SIGTERM: stay up at least this many seconds answering 503 (and /health "
+                 "draining), so that a load balancer's health checks take the replica out before "
+                 "its port closes")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--latency-target-ms", options.latency_target_ms,
                  "model=auto: the end-to-end latency the router aims for when the request has "
@@ -118,6 +124,13 @@ int ServeCommand::Run() {
     if (!source.ok()) return FailWith(kWho, source.status());
   }
 
+  // Thousands of connections (idle keep-alive clients, a proxy's pool): as many descriptors as
+  // the hard limit allows (the soft default, 1024, is the usual first wall).
+  if (rlimit nofile{};
+      getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   // Signals: SIGINT/SIGTERM stop the server (handled on a thread of their own); SIGPIPE is
   // ignored (a client that hangs up is a failed write, not the end of the process).
   signal(SIGPIPE, SIG_IGN);

@@ -31,8 +31,28 @@ void SetJson(httplib::Response& res, int status, const json& body) {
 
 }  // namespace
 
+namespace {
+
+GateOptions GateOf(const ServerOptions& o) {
+  GateOptions g;
+  g.workers =
+      o.http_threads > 0
+          ? o.http_threads
+          : static_cast<int>(o.scheduler.max_queue +
+                             static_cast<int64_t>(std::max<size_t>(o.model_paths.size(), 1)) *
+                                 o.scheduler.max_batch +
+                             8);
+  g.max_body_bytes = o.max_body_bytes;
+  g.request_timeout_s = 10;
+  g.keep_alive_timeout_s = 5;
+  g.write_timeout_s = 30;
+  return g;
+}
+
+}  // namespace
+
 Server::Server(ServerOptions options)
-    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    : options_(std::move(options)), http_(std::make_unique<GatedServer>(GateOf(options_))) {
   metrics_.DeclareCounter("router_decisions_total",
                           "model=auto requests by chosen model and policy branch",
                           {"choice", "reason"});
@@ -53,16 +73,6 @@ Server::~Server() {
 }
 
 StatusOr<int> Server::Bind() {
-  const int threads = options_.http_threads > 0
-                          ? options_.http_threads
-                          : static_cast<int>(options_.scheduler.max_queue +
-                                             static_cast<int64_t>(
-                                                 std::max<size_t>(options_.model_paths.size(), 1)) *
-                                                 options_.scheduler.max_batch +
-                                             8);
-  http_->new_task_queue = [threads] {
-    return new httplib::ThreadPool(static_cast<size_t>(threads));
-  };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(10, 0);
   http_->set_write_timeout(30, 0);
@@ -149,7 +159,11 @@ int64_t Server::Drain(double timeout_s) {
   const auto deadline =
       SteadyClock::now() +
       std::chrono::microseconds(static_cast<int64_t>(std::max(timeout_s, 0.0) * 1e6));
-  while (open_responses_.load() > 0 && SteadyClock::now() < deadline) {
+  const auto grace_end =
+      std::min(deadline, SteadyClock::now() + std::chrono::microseconds(static_cast<int64_t>(
+                                                  std::max(options_.drain_grace_s, 0.0) * 1e6)));
+  while ((open_responses_.load() > 0 || SteadyClock::now() < grace_end) &&
+         SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return open_responses_.load();
@@ -159,7 +173,10 @@ void Server::Stop() {
   // Requests end first (as aborted: their streams get a last event and close), then the listener
   // and the connection threads.
   engine_->Shutdown();
-  if (http_) http_->stop();
+  if (http_) {
+    http_->stop();
+    http_->ShutdownGate();
+  }
 }
 
 const ServedModel* Server::FindModel(const std::string& id) const {

@@ -22,6 +22,7 @@
 #include "grammar/token_constraint.h"
 #include "model/loader.h"
 #include "server/api_request.h"
+#include "server/http_gate.h"
 
 namespace httplib {
 class Server;
@@ -61,8 +62,13 @@ struct ServerOptions {
   double latency_target_ms = 2000;  // router default
   double request_timeout_s = 600;   // default deadline
   double drain_timeout_s = 30;      // SIGTERM: how long running requests may finish (Drain)
+  // SIGTERM: the least time the server stays up answering 503 + /health draining, so that a load
+  // balancer's health checks see it before the port closes (HAProxy's inter 1 s x fall 2 + 1).
+  double drain_grace_s = 3;
   bool speculative_lookup = false;  // AR default: prompt-lookup drafting
-  int http_threads = 0;             // 0: max_queue + models x max_batch + 8
+  // Threads that run requests (each streamed response holds one; slow and idle connections hold
+  // none: http_gate.h). 0: max_queue + models x max_batch + 8.
+  int http_threads = 0;
   size_t max_body_bytes = 8 << 20;
 };
 
@@ -110,7 +116,8 @@ class Server {
   // Graceful shutdown (SIGTERM, a rolling restart): new requests get 503 with Retry-After and
   // /health answers 503 {"status": "draining"} (so a load balancer stops sending here), while the
   // requests already admitted run to their end; returns when none is left or after `timeout_s`
-  // (those still running are then aborted by Stop()). Returns the number still running.
+  // (those still running are then aborted by Stop()), but not before drain_grace_s. Returns the
+  // number still running.
   int64_t Drain(double timeout_s);
   bool ready() const { return ready_.load(); }
   bool draining() const { return draining_.load(); }
@@ -142,7 +149,7 @@ class Server {
   void SendError(httplib::Response& res, const ApiError& e);
 
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GatedServer> http_;  // cpp-httplib behind the connection gate (http_gate.h)
   MetricsRegistry metrics_;
   std::unique_ptr<Engine> engine_;                    // models, scheduler, router inputs
   std::vector<std::unique_ptr<ServedModel>> models_;  // written before ready_ is set
