@@ -176,6 +176,10 @@ TEST(HfImportTest, ConfigErrorsNameTheFileAndTheField) {
   ExpectError(ImportHfCheckpoint(dir), StatusCode::kDataLoss, {"config.json", "not valid JSON"});
   WriteText(dir + "/config.json", "[1, 2]");
   ExpectError(ImportHfCheckpoint(dir), StatusCode::kDataLoss, {"must be a JSON object"});
+  // A number beyond double ended the process (an uncaught out_of_range; fuzz/hf_config_fuzz.cc,
+  // fuzz/regressions/hf_config_fuzz/number-overflow-1e400).
+  WriteText(dir + "/config.json", R"({"architectures": [1e400], "hidden_size": 64})");
+  ExpectError(ImportHfCheckpoint(dir), StatusCode::kDataLoss, {"config.json", "not valid JSON"});
   fs::remove(dir + "/config.json");
   ExpectError(ImportHfCheckpoint(dir), StatusCode::kNotFound, {"no config.json"});
 }
