@@ -21,6 +21,10 @@ Scheduler::Scheduler(SchedulerOptions options, MetricsRegistry* metrics)
   r.DeclareCounter("requests_total",
                    "Finished requests by model and outcome (stop, length, deadline, abort, error)",
                    {"model", "engine", "outcome"});
+  r.DeclareCounter("requests_admitted_total",
+                   "Requests admitted (queued or running); once idle, equal to the sum of "
+                   "requests_total over outcomes",
+                   me);
   r.DeclareCounter("prompt_tokens_total", "Prompt tokens of admitted requests", me);
   r.DeclareCounter("generation_tokens_total", "Tokens returned to clients", me);
   r.DeclareCounter("forward_passes_total", "Model forward passes (one per engine step)", me);
@@ -146,6 +150,7 @@ StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(size_t index, Generat
     ms.waiting.push_back(Pending{std::move(req), std::move(decoder), stream});
     ++ms.load.waiting;
     ++total_waiting_;
+    if (metrics_ != nullptr) metrics_->Add("requests_admitted_total", {ms.m.name, ms.engine()});
   }
   cv_.notify_all();
   return stream;

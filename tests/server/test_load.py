@@ -230,6 +230,47 @@ def running_requests(url):
     return total
 
 
+def metric_sum(url, name):
+    s, data = get(url, "/metrics")
+    return sum(float(line.split()[-1]) for line in data.decode().splitlines()
+               if line.startswith("unmask:" + name + "{"))
+
+
+def write_rss(samples, csv_path, svg_path, title):
+    """The RSS curve as CSV (seconds, MiB) and as a small SVG line plot."""
+    if csv_path:
+        with open(csv_path, "w") as f:
+            f.write("seconds,rss_mib\n")
+            for t, v in samples:
+                f.write(f"{t:.1f},{v:.2f}\n")
+    if svg_path and samples:
+        w, h, pad = 640, 280, 48
+        t_max = max(t for t, _ in samples) or 1.0
+        v_lo, v_hi = 0.0, max(v for _, v in samples) * 1.15
+        def xy(t, v):
+            return (pad + (w - 2 * pad) * t / t_max,
+                    h - pad - (h - 2 * pad) * (v - v_lo) / (v_hi - v_lo))
+        pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(t, v) for t, v in samples))
+        ticks = "".join(
+            f'<text x="{pad - 6}" y="{xy(0, v)[1] + 4:.1f}" text-anchor="end">{v:.0f}</text>'
+            for v in (v_hi * i / 4 for i in range(5)))
+        ticks += "".join(
+            f'<text x="{xy(t, 0)[0]:.1f}" y="{h - pad + 16}" text-anchor="middle">{t / 60:.0f}</text>'
+            for t in (t_max * i / 5 for i in range(6)))
+        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+               f'font-family="sans-serif" font-size="11">'
+               f'<rect width="{w}" height="{h}" fill="white"/>'
+               f'<text x="{w / 2}" y="18" text-anchor="middle" font-size="13">{title}</text>'
+               f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>'
+               f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>{ticks}'
+               f'<text x="{w / 2}" y="{h - 10}" text-anchor="middle">minutes</text>'
+               f'<text x="14" y="{h / 2}" transform="rotate(-90 14 {h / 2})" '
+               f'text-anchor="middle">RSS (MiB)</text>'
+               f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{pts}"/></svg>\n')
+        with open(svg_path, "w") as f:
+            f.write(svg)
+
+
 def wait_idle(url, timeout_s=15):
     deadline = time.time() + timeout_s
     while True:
@@ -256,13 +297,15 @@ def main():
     ap.add_argument("--rss-bound-mib", type=float, default=200)
     ap.add_argument("--rss-growth-mib", type=float, default=50)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rss-csv", help="write the RSS curve (seconds, MiB) here (a soak run)")
+    ap.add_argument("--rss-svg", help="and plot it here")
     args = ap.parse_args()
 
     failures = []
     t_start = time.time()
     srv = UnmaskServer(args.unmask, ["-m", LLADA, "-m", AR, "-t", "1", "--max-queue", "4",
                                      "--max-batch", "4"])
-    rss_samples, sampling = [], threading.Event()
+    rss_samples, rss_curve, sampling = [], [], threading.Event()
     try:
         srv.__enter__()
         print(f"info  server {srv.url} (log {srv.log})", flush=True)
@@ -274,10 +317,13 @@ def main():
         rss0 = srv.rss_kib() / 1024
         print(f"info  RSS after warm-up {rss0:.1f} MiB", flush=True)
 
+        t_sample0 = time.time()
+
         def sampler():
             while not sampling.is_set() and srv.alive():
                 try:
                     rss_samples.append(srv.rss_kib() / 1024)
+                    rss_curve.append((time.time() - t_sample0, rss_samples[-1]))
                 except OSError:
                     break
                 sampling.wait(0.2)
@@ -319,6 +365,13 @@ def main():
             print(f"{'ok  ' if n == 0 else 'FAIL'}  num_requests_running 0 at the end ({n:g})")
             if n:
                 failures.append(f"num_requests_running {n:g} at the end")
+            admitted = metric_sum(srv.url, "requests_admitted_total")
+            ended = metric_sum(srv.url, "requests_total")
+            good = admitted == ended and admitted > 0
+            print(f"{'ok  ' if good else 'FAIL'}  metrics consistent: admitted {admitted:g} = "
+                  f"finished + cancelled + failed {ended:g} (requests_total over outcomes)")
+            if not good:
+                failures.append(f"requests_admitted_total {admitted:g} != requests_total {ended:g}")
 
         problems = [r for r in results if r.problem]
         by_problem = Counter(r.problem.split(":")[0] for r in problems)
@@ -359,6 +412,13 @@ def main():
         else:
             failures.append("the two bursts did not run")
 
+        write_rss(rss_curve, args.rss_csv, args.rss_svg,
+                  f"unmask serve RSS, {args.clients} clients, {args.duration_s / 60:.0f} min")
+        if len(rss_curve) > 30:
+            third = len(rss_curve) // 3
+            first = sum(v for _, v in rss_curve[:third]) / third
+            last = sum(v for _, v in rss_curve[-third:]) / third
+            print(f"info  RSS mean first third {first:.1f} MiB, last third {last:.1f} MiB")
         # ---- summary
         by_status = Counter(str(r.status) for r in results)
         lat = [r.latency for r in results if r.status == 200 and r.latency is not None]
