@@ -5,6 +5,7 @@
   slow_body      100 connections that send their headers and trickle a 2 KB body
   idle           2000 connections that send nothing
   pipelined      three requests in one write on one connection: three answers, in order
+  expect         "Expect: 100-continue": the interim answer at once, then the response
   oversized      a 64 KiB header line, then a 9 MiB body: 431 / 413, the connection closed
   stop_reading   streams whose client stops reading: the server frees their work
   garbage        random bytes and broken request lines on 200 connections
@@ -210,6 +211,39 @@ def check_pipelined(srv, failures):
         failures.append("pipelined")
 
 
+def check_expect_continue(srv, failures):
+    """A client that sends "Expect: 100-continue" (curl, for bodies over 1 KiB) gets the interim
+    answer at once, sends its body, and gets its response."""
+    port = int(srv.url.rsplit(":", 1)[1])
+    body = json.dumps({"model": AR_ID, "prompt": "Once", "max_tokens": 2,
+                       "user": "u" * 2000}).encode()  # over 1 KiB, as curl would send
+    s = connect(port)
+    t0 = time.time()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Expect: 100-continue\r\nConnection: close\r\nContent-Length: " +
+              str(len(body)).encode() + b"\r\n\r\n")
+    s.settimeout(5)
+    interim = s.recv(64)
+    t_interim = time.time() - t0
+    s.sendall(body)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    s.close()
+    ok = interim.startswith(b"HTTP/1.1 100") and t_interim < 0.5 and b"HTTP/1.1 200" in data
+    status = b" ".join(line for line in data.splitlines() if line.startswith(b"HTTP/1.1"))
+    print(f"{'ok  ' if ok else 'FAIL'}  expect_continue: 100 Continue after {t_interim * 1000:.0f} "
+          f"ms, then {status[:60]!r}", flush=True)
+    if not ok:
+        failures.append("expect_continue")
+
+
 def check_oversized(srv, failures):
     port = int(srv.url.rsplit(":", 1)[1])
     results = []
@@ -298,6 +332,8 @@ def main():
                 run_attack(srv, name, fn, args.seconds, failures, args.rss_bound_mib * 1024)
         if not args.k or args.k in "pipelined":
             check_pipelined(srv, failures)
+        if not args.k or args.k in "expect_continue":
+            check_expect_continue(srv, failures)
         if not args.k or args.k in "oversized":
             check_oversized(srv, failures)
         if not args.k or args.k in "stop_reading":

@@ -174,6 +174,7 @@ struct GatedServer::Conn : public httplib::Stream {
   std::string buf;
   size_t pos = 0;
   bool eof = false;                 // the client closed its side
+  bool sent_continue = false;       // "100 Continue" sent for the request being read
   int requests = 0;                 // handled on this connection
   Clock::time_point deadline;       // parked: close when reached
   Clock::time_point read_deadline;  // running: reads past the buffer fail after it
@@ -359,7 +360,28 @@ void GatedServer::Loop() {
         ready_cv_.notify_one();
         continue;
       }
-      if (c->eof) Close(c);  // gone before a whole request came
+      if (c->eof) {
+        Close(c);  // gone before a whole request came
+        continue;
+      }
+      // A client that asked "Expect: 100-continue" (curl, for bodies over 1 KiB) waits for it
+      // before sending the body: answer from here (cpp-httplib answers again once the request
+      // runs; a second interim response is allowed and ignored).
+      if (!c->sent_continue) {
+        const std::string_view data(c->buf.data() + c->pos, c->buffered());
+        const size_t end = data.find("\r\n\r\n");
+        if (end != std::string_view::npos) {
+          std::string expect(HeaderValue(data.substr(0, end), "Expect"));
+          for (char& ch : expect)
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          if (expect == "100-continue") {
+            static const char k100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+            [[maybe_unused]] const ssize_t w =
+                ::send(fd, k100, sizeof(k100) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            c->sent_continue = true;
+          }
+        }
+      }
     }
     // Deadlines, every 100 ms.
     if (Clock::now() >= next_scan) {
@@ -388,6 +410,7 @@ void GatedServer::Worker() {
       ready_.pop_front();
     }
     c->read_deadline = After(options_.request_timeout_s);
+    c->sent_continue = false;
     const bool last = ++c->requests >= options_.keep_alive_max_requests || c->eof ||
                       !running_.load() || !is_running();
     bool closed = false;
