@@ -400,6 +400,15 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
         DecodeOptions one_block = o;
         one_block.diffusion.block_length = o.max_tokens;
         UNMASK_ASSIGN_OR_RETURN(out.diffusion, SettleDiffusionParams(one_block, &out.unused));
+      } else if (!o.suffix.empty() && o.diffusion.block_length > 0 &&
+                 o.max_tokens % o.diffusion.block_length != 0) {
+        // A canvas rounded up to whole blocks and cut back would not join the suffix.
+        return InvalidArgumentError(
+            LabelOf(o, "suffix") + " (infilling) with " + LabelOf(o, "block_length") + " " +
+            std::to_string(o.diffusion.block_length) + " needs " +
+            (FlagStyle(o) ? std::string("-n/--gen-length") : std::string("max_tokens")) + " (" +
+            std::to_string(o.max_tokens) +
+            ") to be a multiple of it: the generated span must end where the suffix begins");
       } else {
         UNMASK_ASSIGN_OR_RETURN(out.diffusion, SettleDiffusionParams(o, &out.unused));
       }

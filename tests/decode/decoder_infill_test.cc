@@ -127,7 +127,7 @@ ModelConfig Config(const std::string& arch, AttentionKind attention) {
   return c;
 }
 
-TEST(DecoderFactoryInfillTest, OneBlockOfMaxTokensUnlessBlockLengthIsGiven) {
+TEST(DecoderFactoryInfillTest, OneBlockOfMaxTokensOrWholeBlocksOfTheGivenLength) {
   const ModelConfig llada = Config("llada", AttentionKind::kBidirectional);
   const DecoderModel model{&llada, {63, 62, 61}, "llada"};
   DecodeOptions o;
@@ -141,9 +141,15 @@ TEST(DecoderFactoryInfillTest, OneBlockOfMaxTokensUnlessBlockLengthIsGiven) {
   // A block length given: the canvas rule as without a suffix (rounded up to whole blocks).
   o.diffusion.block_length = 4;
   o.given.push_back({"block_length", "block_length"});
+  o.max_tokens = 12;
   built = MakeDecoder(model, std::vector<int32_t>{1, 2, 3}, o);
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   EXPECT_EQ(built->diffusion.gen_length, 12);
+  // One that does not divide max_tokens: the rounded-up canvas would not join the suffix.
+  o.max_tokens = 10;
+  const Status s = MakeDecoder(model, std::vector<int32_t>{1, 2, 3}, o).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("must end where the suffix begins"), std::string::npos) << s.message();
 }
 
 TEST(DecoderFactoryInfillTest, CausalAndBlockCausalDecodersRefuseASuffix) {

@@ -12,7 +12,7 @@
 namespace unmask::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 OllamaRequest Ok(const std::string& body, bool chat, bool has_template = false) {
   OllamaRequest r;
@@ -126,6 +126,21 @@ TEST(OllamaApiTest, ChatMessagesAndToolCalls) {
                 true)
                 .param,
             "messages");
+}
+
+TEST(OllamaApiTest, KeyOrderIsKeptAndLoadRequestsAreRecognized) {
+  // A schema's properties keep the client's order (the grammar writes them in that order).
+  const OllamaRequest r = Ok(R"({"model":"m","prompt":"x","format":{"type":"object",
+      "properties":{"zname":{"type":"string"},"age":{"type":"integer"}}}})",
+                             false);
+  EXPECT_LT(r.openai.dump().find("zname"), r.openai.dump().find("age"));
+  EXPECT_TRUE(IsOllamaLoadRequest(json::parse(R"({"model":"m"})"), false));
+  EXPECT_TRUE(IsOllamaLoadRequest(json::parse(R"({"model":"m","prompt":""})"), false));
+  EXPECT_FALSE(IsOllamaLoadRequest(json::parse(R"({"model":"m","prompt":"x"})"), false));
+  EXPECT_FALSE(IsOllamaLoadRequest(json::parse(R"({"model":"m","suffix":"x"})"), false));
+  EXPECT_TRUE(IsOllamaLoadRequest(json::parse(R"({"model":"m","messages":[]})"), true));
+  EXPECT_FALSE(
+      IsOllamaLoadRequest(json::parse(R"({"model":"m","messages":[{"role":"user"}]})"), true));
 }
 
 TEST(OllamaApiTest, NamesTimesAndStatistics) {

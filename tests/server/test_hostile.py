@@ -6,6 +6,8 @@
   idle           2000 connections that send nothing
   pipelined      three requests in one write on one connection: three answers, in order
   expect         "Expect: 100-continue": the interim answer at once, then the response
+  departed       a whole response's client leaves: its requests end as aborted
+  smuggling      two different Content-Length headers, Content-Length with Transfer-Encoding: 400
   oversized      a 64 KiB header line, then a 9 MiB body: 431 / 413, the connection closed
   stop_reading   streams whose client stops reading: the server frees their work
   garbage        random bytes and broken request lines on 200 connections
@@ -244,6 +246,63 @@ def check_expect_continue(srv, failures):
         failures.append("expect_continue")
 
 
+def check_departed(srv, failures):
+    """A client that leaves a whole (non-streaming) response: the server's keep-alive spaces,
+    written at least every second even while tokens are being made, notice it and the requests
+    are cancelled, instead of running to their end (they take ~3 s here)."""
+    port = int(srv.url.rsplit(":", 1)[1])
+    body = json.dumps({"model": "unmask-tinystories-llada", "prompt": "Once upon a time",
+                       "max_tokens": 128, "steps": 128, "block_length": 32, "n": 3}).encode()
+    before = metric(srv, "requests_total") - 0
+    aborted_before = sum_outcome(srv, "abort")
+    s = connect(port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    time.sleep(0.3)
+    s.close()
+    deadline = time.time() + 10
+    while time.time() < deadline and metric(srv, "num_requests_running") > 0:
+        time.sleep(0.1)
+    aborted = sum_outcome(srv, "abort") - aborted_before
+    ended = metric(srv, "requests_total") - before
+    ok = aborted == 3 and ended == 3
+    print(f"{'ok  ' if ok else 'FAIL'}  departed: a whole response's client left: {aborted:g} of "
+          f"{ended:g} requests ended as abort", flush=True)
+    if not ok:
+        failures.append("departed")
+
+
+def sum_outcome(srv, outcome):
+    c = http.client.HTTPConnection("127.0.0.1", int(srv.url.rsplit(":", 1)[1]), timeout=10)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("unmask:requests_total{") and f'outcome="{outcome}"' in line)
+
+
+def check_smuggling(srv, failures):
+    """Ambiguous body lengths (two Content-Length values, Content-Length with Transfer-Encoding)
+    are refused: behind a proxy that reads the other one, they smuggle a second request."""
+    port = int(srv.url.rsplit(":", 1)[1])
+    answers = []
+    for extra in (b"Content-Length: 2\r\nContent-Length: 50\r\n",
+                  b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n"):
+        s = connect(port)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + extra + b"\r\n{}")
+        s.settimeout(10)
+        try:
+            answers.append(s.recv(4096).split(b"\r\n", 1)[0].decode("latin-1"))
+        except OSError as e:
+            answers.append(str(e))
+        s.close()
+    ok = all(a.startswith("HTTP/1.1 400") for a in answers)
+    print(f"{'ok  ' if ok else 'FAIL'}  smuggling: {answers}", flush=True)
+    if not ok:
+        failures.append("smuggling")
+
+
 def check_oversized(srv, failures):
     port = int(srv.url.rsplit(":", 1)[1])
     results = []
@@ -334,6 +393,10 @@ def main():
             check_pipelined(srv, failures)
         if not args.k or args.k in "expect_continue":
             check_expect_continue(srv, failures)
+        if not args.k or args.k in "departed":
+            check_departed(srv, failures)
+        if not args.k or args.k in "smuggling":
+            check_smuggling(srv, failures)
         if not args.k or args.k in "oversized":
             check_oversized(srv, failures)
         if not args.k or args.k in "stop_reading":

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 namespace unmask::server {
 
@@ -59,8 +60,9 @@ void PeerOrLocal(int fd, bool peer, std::string& ip, int& port) {
   ip = buf;
 }
 
-// The header value of `name` (case-insensitive) in a header block, or "".
-std::string_view HeaderValue(std::string_view head, std::string_view name) {
+// The values of header `name` (case-insensitive) in a header block, in order.
+std::vector<std::string_view> HeaderValues(std::string_view head, std::string_view name) {
+  std::vector<std::string_view> out;
   size_t line = head.find('\n');
   while (line != std::string_view::npos && line + 1 < head.size()) {
     const size_t start = line + 1;
@@ -76,24 +78,39 @@ std::string_view HeaderValue(std::string_view head, std::string_view name) {
       std::string_view v = l.substr(colon + 1);
       while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
       while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-      return v;
+      out.push_back(v);
     }
     line = end;
   }
-  return {};
+  return out;
+}
+
+std::string_view HeaderValue(std::string_view head, std::string_view name) {
+  const auto all = HeaderValues(head, name);
+  return all.empty() ? std::string_view() : all.front();
 }
 
 // The answer to a request refused before it is read whole (431: headers too large, 413: body too
 // large), with an OpenAI-style error body; the connection is closed after it.
 std::string RejectResponse(int status, const GateOptions& o) {
-  const std::string message = status == 413 ? "the request body is larger than the limit of " +
-                                                  std::to_string(o.max_body_bytes) + " bytes"
-                                            : "the request's header block is larger than " +
-                                                  std::to_string(o.max_header_bytes) + " bytes";
+  std::string message;
+  if (status == 413) {
+    message = "the request body is larger than the limit of " + std::to_string(o.max_body_bytes) +
+              " bytes";
+  } else if (status == 431) {
+    message = "the request's header block is larger than " + std::to_string(o.max_header_bytes) +
+              " bytes";
+  } else {
+    message =
+        "the request's body length is ambiguous (several different Content-Length headers, "
+        "or Content-Length with Transfer-Encoding)";
+  }
   const std::string body = "{\"error\":{\"message\":\"" + message +
                            "\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":null}}";
   return "HTTP/1.1 " + std::to_string(status) +
-         (status == 413 ? " Payload Too Large" : " Request Header Fields Too Large") +
+         (status == 413   ? " Payload Too Large"
+          : status == 431 ? " Request Header Fields Too Large"
+                          : " Bad Request") +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;
 }
@@ -265,10 +282,19 @@ bool GatedServer::Complete(Conn& c, int* reject) const {
     return true;
   }
   const std::string_view head = data.substr(0, end);
-  const std::string_view te = HeaderValue(head, "Transfer-Encoding");
+  const auto te = HeaderValues(head, "Transfer-Encoding");
+  const auto cls = HeaderValues(head, "Content-Length");
+  // Ambiguous lengths are how requests are smuggled past a proxy (RFC 9112 6.3): refused.
+  const bool conflicting =
+      (!te.empty() && !cls.empty()) ||
+      std::any_of(cls.begin(), cls.end(), [&](std::string_view v) { return v != cls.front(); });
+  if (conflicting) {
+    *reject = 400;
+    return true;
+  }
   if (!te.empty()) return true;  // chunked: the worker reads the body within the deadline
-  const std::string_view cl = HeaderValue(head, "Content-Length");
-  if (cl.empty()) return true;
+  if (cls.empty()) return true;
+  const std::string_view cl = cls.front();
   uint64_t length = 0;
   for (char ch : cl) {
     if (ch < '0' || ch > '9' || length > (uint64_t{1} << 40)) return true;  // httplib refuses it

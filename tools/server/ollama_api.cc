@@ -11,7 +11,7 @@
 
 namespace unmask::server {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -103,7 +103,8 @@ std::optional<ApiError> ReadOptions(const json& options, json* openai) {
       const int64_t n = value.get<int64_t>();
       if (n < -2 || n == 0) {
         return OllamaBad("num_predict",
-                         "'options.num_predict' must be positive, or -1 (until done)");
+                         "'options.num_predict' must be positive, or -1 / -2 "
+                         "(until EOS or the context)");
       }
       if (n > 0) (*openai)["max_tokens"] = n;  // -1 / -2: until EOS or the context
       continue;
@@ -231,6 +232,18 @@ std::optional<ApiError> ReadMessages(const json& messages, json* out) {
 }
 
 }  // namespace
+
+bool IsOllamaLoadRequest(const json& body, bool ollama_chat) {
+  if (!body.is_object()) return false;
+  auto absent_or_empty = [&](const char* key) {
+    auto it = body.find(key);
+    return it == body.end() || it->is_null() ||
+           (it->is_string() && it->get<std::string>().empty()) || (it->is_array() && it->empty());
+  };
+  return ollama_chat
+             ? absent_or_empty("messages")
+             : absent_or_empty("prompt") && absent_or_empty("suffix") && absent_or_empty("images");
+}
 
 std::string OllamaModelName(const std::string& name) {
   constexpr std::string_view kLatest = ":latest";

@@ -45,7 +45,9 @@ namespace unmask::server {
 
 // A translated request: the OpenAI body and which endpoint it is for.
 struct OllamaRequest {
-  nlohmann::json openai;     // the /v1 request body (model included)
+  // The /v1 request body (model included), keys in the client's order (a schema's properties
+  // come out in that order; the tools are rendered into the prompt as given).
+  nlohmann::ordered_json openai;
   bool openai_chat = false;  // /v1/chat/completions (else /v1/completions)
   bool stream = true;
 };
@@ -59,7 +61,7 @@ std::string OllamaModelName(const std::string& name);
 // Errors (400, `param` naming the Ollama field): not an object, a field of the wrong type, an
 // unknown top-level field or option (with the closest accepted name), an option or field that
 // cannot be honoured (above).
-std::optional<ApiError> TranslateOllamaRequest(const nlohmann::json& body, bool ollama_chat,
+std::optional<ApiError> TranslateOllamaRequest(const nlohmann::ordered_json& body, bool ollama_chat,
                                                bool has_template, OllamaRequest* out);
 
 // Ollama's time format: RFC 3339 in UTC with nanoseconds, e.g. "2026-12-03T19:20:00.123456789Z".
@@ -68,16 +70,20 @@ std::string OllamaTime(std::chrono::system_clock::time_point t);
 // The `details` object of /api/tags, /api/ps and /api/show: format gguf, family (the
 // architecture), parameter_size ("2.95M", "8.0B"), quantization_level (the most common weight
 // type, e.g. "F16", "Q4_1").
-nlohmann::json OllamaDetails(const ModelConfig& config, const std::string& weight_type);
+nlohmann::ordered_json OllamaDetails(const ModelConfig& config, const std::string& weight_type);
 
 // One streamed line before the last: {"model", "created_at", "response": text, "done": false}
 // (generate) or {..., "message": {"role": "assistant", "content": text}, "done": false} (chat).
-nlohmann::json OllamaChunk(const std::string& model, bool chat, const std::string& text);
+nlohmann::ordered_json OllamaChunk(const std::string& model, bool chat, const std::string& text);
 
 // The statistics of the last line: done_reason ("stop" | "length"), total_duration,
 // load_duration (0: models are loaded at start-up), prompt_eval_count, prompt_eval_duration (the
 // time to the first token), eval_count, eval_duration (ns).
-void AddOllamaStats(const RequestStats& stats, FinishReason finish, nlohmann::json* line);
+void AddOllamaStats(const RequestStats& stats, FinishReason finish, nlohmann::ordered_json* line);
+
+// An empty /api/generate prompt or /api/chat without messages: Ollama loads the model and
+// answers at once with done_reason "load" (Open WebUI preloads models this way).
+bool IsOllamaLoadRequest(const nlohmann::ordered_json& body, bool ollama_chat);
 
 }  // namespace unmask::server
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -21,7 +22,7 @@
 
 namespace unmask::server {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -124,9 +125,12 @@ void Server::HandleOllamaGeneration(const httplib::Request& req, httplib::Respon
     return fail(MakeError(400, "the request body nests too deeply"));
   }
   const json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    return fail(MakeError(400, "the request body must be a JSON object"));
+  if (body.is_discarded()) {
+    return fail(MakeError(400,
+                          "the request body is not valid JSON (or holds a number beyond "
+                          "double, or invalid UTF-8)"));
   }
+  if (!body.is_object()) return fail(MakeError(400, "the request body must be a JSON object"));
   // The model decides what /api/generate becomes (its chat template).
   bool has_template = false;
   if (auto it = body.find("model"); it != body.end() && it->is_string()) {
@@ -142,6 +146,13 @@ void Server::HandleOllamaGeneration(const httplib::Request& req, httplib::Respon
   }
   OllamaRequest o;
   if (auto e = TranslateOllamaRequest(body, chat, has_template, &o)) return fail(*e);
+  if (IsOllamaLoadRequest(body, chat)) {
+    // Ollama's "load the model" request: the models are loaded already.
+    json line = OllamaChunk(o.openai["model"].get<std::string>(), chat, "");
+    line["done"] = true;
+    line["done_reason"] = "load";
+    return SetOllamaJson(res, 200, line);
+  }
   ApiRequest r;
   if (auto e = ParseApiRequest(o.openai.dump(), o.openai_chat, &r)) return fail(*e);
   if (req.version == "HTTP/1.0" && r.stream) {
@@ -157,19 +168,21 @@ void Server::HandleOllamaGeneration(const httplib::Request& req, httplib::Respon
     RequestStream& s = *x->streams.front();
     std::string text;
     StreamEvent e;
+    auto last_space = std::chrono::steady_clock::now();
     int silent = 0;
     for (;;) {
-      if (!s.Pop(&e, kPoll)) {
-        // Whole responses: a space every 200 ms (JSON allows leading whitespace) notices a client
-        // that left; NDJSON lines cannot carry a keep-alive, so a stream only notices at its
-        // next line.
-        if (!x->stream_mode && ++silent >= 2) {
-          silent = 0;
-          if (!sink.write(" ", 1)) return false;
-        }
-        continue;
+      const bool got = s.Pop(&e, kPoll);
+      // Whole responses: a space (JSON allows leading whitespace) after 200 ms without an event
+      // and at least every second while events come notices a client that left; NDJSON lines
+      // cannot carry a keep-alive, so a stream notices at its next line.
+      silent = got ? 0 : silent + 1;
+      const auto now = std::chrono::steady_clock::now();
+      if (!x->stream_mode && (silent >= 2 || now - last_space >= std::chrono::seconds(1))) {
+        silent = 0;
+        last_space = now;
+        if (!sink.write(" ", 1)) return false;
       }
-      silent = 0;
+      if (!got) continue;
       if (e.type == StreamEvent::Type::kCanvas) continue;
       if (e.type == StreamEvent::Type::kText) {
         text += e.text;
@@ -181,6 +194,15 @@ void Server::HandleOllamaGeneration(const httplib::Request& req, httplib::Respon
       }
       break;  // kDone
     }
+    std::fprintf(stderr,
+                 "unmask serve: %s model=%s finish=%s prompt=%lld completion=%lld nfe=%lld "
+                 "queue=%.0fms ttft=%.0fms total=%.0fms\n",
+                 x->log_prefix.c_str(), x->head.model.c_str(),
+                 std::string(FinishReasonName(e.finish)).c_str(),
+                 static_cast<long long>(e.stats.prompt_tokens),
+                 static_cast<long long>(e.stats.completion_tokens),
+                 static_cast<long long>(e.stats.nfe), e.stats.queue_ms, e.stats.ttft_ms,
+                 e.stats.total_ms);
     std::string last;
     if (Failed(e)) {
       last = Line({{"error", FailMessage(e)}});

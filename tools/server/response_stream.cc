@@ -50,19 +50,29 @@ bool WriteSse(httplib::DataSink& sink, const std::string& data) {
   return sink.write(line.data(), line.size());
 }
 
-// Waits for the next event of choice `i`, writing `keep_alive` to the client after every
-// kPingEvery polls of silence (nothing when `sink` is null). False when a write failed: the client
-// is gone.
+// Waits for the next event of choice `i`, writing `keep_alive` to the client after 200 ms
+// without an event, and at least every kBusyKeepAlive while events come (nothing when `sink` is
+// null): a whole response writes nothing else until it is done, so these writes are how a
+// departed client is noticed (at the second write after it left). False when a write failed: the
+// client is gone.
 bool NextEvent(Exchange& x, size_t i, httplib::DataSink* sink, std::string_view keep_alive,
                StreamEvent* e) {
+  constexpr auto kBusyKeepAlive = std::chrono::seconds(1);
   int silent = 0;
-  while (!x.streams[i]->Pop(e, kPollInterval)) {
-    if (sink != nullptr && ++silent >= kPingEvery) {
-      silent = 0;
-      if (!sink->write(keep_alive.data(), keep_alive.size())) return false;
+  for (;;) {
+    const bool got = x.streams[i]->Pop(e, kPollInterval);
+    if (sink != nullptr) {
+      const auto now = std::chrono::steady_clock::now();
+      if (x.last_keep_alive == std::chrono::steady_clock::time_point{}) x.last_keep_alive = now;
+      silent = got ? 0 : silent + 1;
+      if (silent >= kPingEvery || now - x.last_keep_alive >= kBusyKeepAlive) {
+        silent = 0;
+        x.last_keep_alive = now;
+        if (!sink->write(keep_alive.data(), keep_alive.size())) return false;
+      }
     }
+    if (got) return true;
   }
-  return true;
 }
 
 // Usage of the whole response: the prompt once (as OpenAI counts it), every choice's tokens.

@@ -1,12 +1,13 @@
 // The HTTP side of one generation request: the streams of its choices and how their events
 // become an OpenAI response, streamed (SSE chunks, interleaved by choice index, an SSE comment
-// after 200 ms of silence) or whole (a single space every 200 ms until the body is ready, which
-// lets the handler notice a client that went away). Written from httplib content providers.
+// after 200 ms of silence) or whole (a single space after 200 ms without an event and at least
+// every second, until the body is ready, which lets the handler notice a client that went away). Written from httplib content providers.
 #ifndef UNMASK_TOOLS_SERVER_RESPONSE_STREAM_H_
 #define UNMASK_TOOLS_SERVER_RESPONSE_STREAM_H_
 
 #include <httplib.h>
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,6 +45,8 @@ struct Exchange {
   // the model's template.
   std::optional<chat::ToolRequest> tools;
   chat::ToolCallFormat tool_format = chat::ToolCallFormat::kGeneric;
+  // Whole responses: when the last keep-alive space was written (NextEvent).
+  std::chrono::steady_clock::time_point last_keep_alive{};
   // Released with the exchange, when its response is over (Server::Drain waits for these).
   std::shared_ptr<void> open_token;
   void CancelAll() {

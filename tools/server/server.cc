@@ -314,6 +314,12 @@ void Server::InstallRoutes() {
       }
     }
     if (res.status == 405) msg = "method not allowed";
+    if (req.path.rfind("/api/", 0) == 0) {
+      // Ollama's error shape on its routes (its clients print the string).
+      res.set_content(json{{"error", msg}}.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "application/json");
+      return;
+    }
     res.set_content(ErrorBody(MakeError(res.status, msg)), "application/json");
   });
   s.set_exception_handler(
