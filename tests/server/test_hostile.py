@@ -254,7 +254,7 @@ def check_departed(srv, failures):
     body = json.dumps({"model": "unmask-tinystories-llada", "prompt": "Once upon a time",
                        "max_tokens": 128, "steps": 128, "block_length": 32, "n": 3}).encode()
     before = metric(srv, "requests_total") - 0
-    aborted_before = sum_outcome(srv, "abort")
+    aborted_before = metric(srv, "requests_total", "abort")
     s = connect(port)
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -263,22 +263,13 @@ def check_departed(srv, failures):
     deadline = time.time() + 10
     while time.time() < deadline and metric(srv, "num_requests_running") > 0:
         time.sleep(0.1)
-    aborted = sum_outcome(srv, "abort") - aborted_before
+    aborted = metric(srv, "requests_total", "abort") - aborted_before
     ended = metric(srv, "requests_total") - before
     ok = aborted == 3 and ended == 3
     print(f"{'ok  ' if ok else 'FAIL'}  departed: a whole response's client left: {aborted:g} of "
           f"{ended:g} requests ended as abort", flush=True)
     if not ok:
         failures.append("departed")
-
-
-def sum_outcome(srv, outcome):
-    c = http.client.HTTPConnection("127.0.0.1", int(srv.url.rsplit(":", 1)[1]), timeout=10)
-    c.request("GET", "/metrics")
-    text = c.getresponse().read().decode()
-    c.close()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("unmask:requests_total{") and f'outcome="{outcome}"' in line)
 
 
 def check_smuggling(srv, failures):
@@ -325,13 +316,15 @@ def check_oversized(srv, failures):
         failures.append("oversized")
 
 
-def metric(srv, name):
+def metric(srv, name, outcome=None):
+    """The sum of a metric's series (those of one requests_total outcome when given)."""
     c = http.client.HTTPConnection("127.0.0.1", int(srv.url.rsplit(":", 1)[1]), timeout=10)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
     c.close()
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("unmask:" + name + "{"))
+               if line.startswith("unmask:" + name + "{")
+               and (outcome is None or f'outcome="{outcome}"' in line))
 
 
 def check_stop_reading(srv, failures):
