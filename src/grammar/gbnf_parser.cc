@@ -42,6 +42,10 @@ class Parser {
   }
 
  private:
+  Status TooLarge() const {
+    return Error("the grammar is too large once its repetitions are spelled out (over " +
+                 std::to_string(kMaxGrammarElements) + " elements)");
+  }
   Status Error(const std::string& what) const {
     int line = 1, col = 1;
     for (size_t i = 0; i < pos_ && i < s_.size(); ++i) {
@@ -183,6 +187,12 @@ class Parser {
   // `seq` repeated between `min` and `max` times (max -1: unbounded), lowered to rules.
   std::vector<Elem> Repeat(const std::vector<Elem>& seq, int min, int max,
                            const std::string& base) {
+    // What this repetition adds: min copies inline, one per optional copy in its rules.
+    const size_t copies = static_cast<size_t>(min) + static_cast<size_t>(max > min ? max - min : 1);
+    if (copies * (seq.size() + 1) + b_.num_elements() > kMaxGrammarElements) {
+      too_large_ = true;
+      return {};
+    }
     std::vector<Elem> out;
     for (int i = 0; i < min; ++i) out.insert(out.end(), seq.begin(), seq.end());
     if (max < 0) {
@@ -288,6 +298,7 @@ class Parser {
         if (p == '*' || p == '+' || p == '?') {
           ++pos_;
           term = Repeat(term, min, max, base);
+          if (too_large_) return TooLarge();
         } else if (p == '{') {
           ++pos_;
           SkipSpace(false);
@@ -309,8 +320,10 @@ class Parser {
           }
           if (max >= 0 && max < min) return Error("repetition {m,n} with n < m");
           term = Repeat(term, min, max, base);
+          if (too_large_) return TooLarge();
         }
       }
+      if (out->size() + term.size() + b_.num_elements() > kMaxGrammarElements) return TooLarge();
       out->insert(out->end(), term.begin(), term.end());
     }
   }
@@ -346,6 +359,7 @@ class Parser {
   size_t pos_ = 0;
   GrammarBuilder b_;
   std::vector<bool> seen_;
+  bool too_large_ = false;  // a Repeat went over kMaxGrammarElements
 };
 
 }  // namespace

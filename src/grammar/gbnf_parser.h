@@ -21,10 +21,15 @@ namespace unmask::grammar {
 
 // Most repetitions one {m,n} may spell out (each optional copy is a rule).
 inline constexpr int kMaxRepetition = 4096;
+// Most elements (classes and references, over all alternatives and rules) a grammar may have once
+// its repetitions are spelled out: nested counts multiply ("(x{4096}){4096}" would be 16M), and a
+// grammar arrives in a request (fuzz/grammar_fuzz.cc found one that took seconds to build).
+inline constexpr size_t kMaxGrammarElements = size_t{1} << 20;
 
 // Errors: InvalidArgument with the line and column ("grammar: line 3, column 7: expected '::='"),
-// for syntax errors, invalid escapes or UTF-8, a repetition over kMaxRepetition or m > n, and the
-// GrammarBuilder::Build errors (undefined rule, no root, left recursion).
+// for syntax errors, invalid escapes or UTF-8, a repetition over kMaxRepetition or m > n, a
+// grammar over kMaxGrammarElements once expanded, and the GrammarBuilder::Build errors (undefined
+// rule, no root, left recursion). Cost: linear in the expanded size.
 StatusOr<Grammar> ParseGbnf(std::string_view text);
 
 }  // namespace unmask::grammar

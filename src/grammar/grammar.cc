@@ -58,19 +58,22 @@ int32_t Grammar::FindRule(const std::string& name) const {
 }
 
 int32_t GrammarBuilder::Rule(const std::string& name) {
-  for (size_t i = 0; i < names_.size(); ++i) {
-    if (names_[i] == name) return static_cast<int32_t>(i);
-  }
+  // A hash index: grammars with thousands of auxiliary rules (spelled-out repetitions) made the
+  // linear search quadratic (fuzz/grammar_fuzz.cc).
+  if (auto it = ids_.find(name); it != ids_.end()) return it->second;
   names_.push_back(name);
   alts_.emplace_back();
   defined_.push_back(false);
-  return static_cast<int32_t>(names_.size() - 1);
+  const int32_t id = static_cast<int32_t>(names_.size() - 1);
+  ids_.emplace(name, id);
+  return id;
 }
 
 int32_t GrammarBuilder::NewRule(const std::string& base) {
-  for (int n = 1;; ++n) {
-    const std::string name = base + "~" + std::to_string(n);
-    if (std::find(names_.begin(), names_.end(), name) == names_.end()) return Rule(name);
+  int& n = next_aux_[base];
+  for (;;) {
+    const std::string name = base + "~" + std::to_string(++n);
+    if (ids_.find(name) == ids_.end()) return Rule(name);
   }
 }
 
@@ -81,6 +84,7 @@ int32_t GrammarBuilder::AddClass(CharClass c) {
 }
 
 void GrammarBuilder::AddAlternative(int32_t rule, const std::vector<Elem>& seq) {
+  num_elements_ += seq.size() + 1;
   alts_[static_cast<size_t>(rule)].push_back(seq);
   defined_[static_cast<size_t>(rule)] = true;
 }

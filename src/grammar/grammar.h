@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -68,12 +69,17 @@ class GrammarBuilder {
   const std::string& name(int32_t rule) const { return names_[static_cast<size_t>(rule)]; }
   // Appends the alternative `seq` (classes and references; no kEnd) to rule `rule`.
   void AddAlternative(int32_t rule, const std::vector<Elem>& seq);
+  // Elements added so far (alternatives' lengths + 1 each): the parser's size budget.
+  size_t num_elements() const { return num_elements_; }
   // The grammar rooted at the rule named `root`. Errors: InvalidArgument naming an undefined rule
   // ("rule 'x' is used but never defined"), a missing root, or a left-recursive rule.
   StatusOr<Grammar> Build(const std::string& root);
 
  private:
   std::vector<std::string> names_;
+  std::unordered_map<std::string, int32_t> ids_;   // names_ index
+  std::unordered_map<std::string, int> next_aux_;  // NewRule: the next <base>~<n> to try
+  size_t num_elements_ = 0;
   std::vector<std::vector<std::vector<Elem>>> alts_;
   std::vector<bool> defined_;
   std::vector<CharClass> classes_;

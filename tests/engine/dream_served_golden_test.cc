@@ -40,6 +40,10 @@ nlohmann::json Golden(const std::string& file) {
 GenerationRequest ServedRequest(const nlohmann::json& g) {
   GenerationRequest r;
   r.prompt = g.at("prompt_ids").get<std::vector<int32_t>>();
+  if (g.contains("suffix_ids")) {  // infilling: the server's suffix, tokenized
+    r.suffix = g.at("suffix_ids").get<std::vector<int32_t>>();
+    r.given.push_back({"suffix", "suffix"});
+  }
   r.max_tokens = g.at("gen_length");
   r.refuse_unused = false;
   for (const char* name : {"top_p", "top_k", "steps", "alg", "eps", "alg_temp"}) {

@@ -105,6 +105,19 @@ TEST(GbnfParserTest, ErrorsNameLineAndColumn) {
   EXPECT_NE(ErrorOf("root ::= \"\xC3\"\n").find("UTF-8"), std::string::npos);
 }
 
+TEST(GbnfParserTest, ExpandedSizeIsBounded) {
+  // A long literal repeated: copies multiply its length; refused with a message, not built.
+  const std::string literal = "\"" + std::string(600, 'a') + "\"";
+  EXPECT_NE(ErrorOf("root ::= " + literal + "{4000}").find("too large once its repetitions"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= " + literal + "{0,4000}").find("too large"), std::string::npos);
+  // Groups are rules, so nested counts add up instead of multiplying: accepted.
+  MustParse(R"(root ::= ("ab"{4000}){4000})");
+  // Thousands of auxiliary rules (fuzz/regressions/grammar_fuzz/nested-repetitions-timeout took
+  // seconds: the rule index was a linear search, quadratic over the auxiliary rules).
+  MustParse(R"(root ::= ("a"{0,4000} "b"{0,4000} "c"{0,4000}){0,20})");
+}
+
 TEST(GbnfParserTest, UndefinedAndLeftRecursiveRulesAreRefused) {
   EXPECT_EQ(ErrorOf("root ::= item\n"), "grammar: rule 'item' is used but never defined");
   EXPECT_NE(ErrorOf("root ::= root \"a\" | \"b\"\n").find("'root' is left-recursive"),
