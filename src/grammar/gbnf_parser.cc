@@ -262,9 +262,17 @@ class Parser {
         any.negated = true;
         term.push_back(Elem{ElemType::kChar, b_.AddClass(std::move(any))});
       } else if (c == '(') {
+        // Groups recurse: their depth is bounded (a request's grammar of thousands of '('
+        // overflowed the stack: fuzz/regressions/openai_request_fuzz/nested-groups-stack-overflow).
+        if (depth_ >= kMaxGroupDepth) {
+          return Error("groups nested deeper than " + std::to_string(kMaxGroupDepth));
+        }
         ++pos_;
         const int32_t sub = b_.NewRule(base);
-        UNMASK_RETURN_IF_ERROR(Alternatives(sub, true));
+        ++depth_;
+        const Status inner = Alternatives(sub, true);
+        --depth_;
+        UNMASK_RETURN_IF_ERROR(inner);
         SkipSpace(true);
         if (pos_ >= s_.size() || s_[pos_] != ')') return Error("expected ')'");
         ++pos_;
@@ -360,6 +368,7 @@ class Parser {
   GrammarBuilder b_;
   std::vector<bool> seen_;
   bool too_large_ = false;  // a Repeat went over kMaxGrammarElements
+  int depth_ = 0;           // groups open around the current position
 };
 
 }  // namespace

@@ -25,11 +25,14 @@ inline constexpr int kMaxRepetition = 4096;
 // its repetitions are spelled out: nested counts multiply ("(x{4096}){4096}" would be 16M), and a
 // grammar arrives in a request (fuzz/grammar_fuzz.cc found one that took seconds to build).
 inline constexpr size_t kMaxGrammarElements = size_t{1} << 20;
+// Deepest nesting of parenthesized groups (the parser recurses per group).
+inline constexpr int kMaxGroupDepth = 256;
 
 // Errors: InvalidArgument with the line and column ("grammar: line 3, column 7: expected '::='"),
 // for syntax errors, invalid escapes or UTF-8, a repetition over kMaxRepetition or m > n, a
-// grammar over kMaxGrammarElements once expanded, and the GrammarBuilder::Build errors (undefined
-// rule, no root, left recursion). Cost: linear in the expanded size.
+// grammar over kMaxGrammarElements once expanded, groups nested deeper than kMaxGroupDepth, and the
+// GrammarBuilder::Build errors (undefined rule, no root, left recursion). Cost: linear in the
+// expanded size.
 StatusOr<Grammar> ParseGbnf(std::string_view text);
 
 }  // namespace unmask::grammar

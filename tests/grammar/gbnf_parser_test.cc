@@ -118,6 +118,14 @@ TEST(GbnfParserTest, ExpandedSizeIsBounded) {
   MustParse(R"(root ::= ("a"{0,4000} "b"{0,4000} "c"{0,4000}){0,20})");
 }
 
+TEST(GbnfParserTest, DeeplyNestedGroupsAreAnErrorNotAStackOverflow) {
+  // fuzz/openai_request_fuzz.cc: a request's grammar of thousands of '(' crashed the server.
+  EXPECT_NE(ErrorOf("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')'))
+                .find("nested deeper than 256"),
+            std::string::npos);
+  MustParse("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')'));
+}
+
 TEST(GbnfParserTest, UndefinedAndLeftRecursiveRulesAreRefused) {
   EXPECT_EQ(ErrorOf("root ::= item\n"), "grammar: rule 'item' is used but never defined");
   EXPECT_NE(ErrorOf("root ::= root \"a\" | \"b\"\n").find("'root' is left-recursive"),
