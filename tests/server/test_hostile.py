@@ -83,6 +83,21 @@ def connect(port):
     return s
 
 
+def read_to_close(s):
+    """Everything the server sends until it closes the connection (or the socket times out)."""
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    s.close()
+    return data
+
+
 def close_all(socks):
     for s in socks:
         try:
@@ -194,17 +209,8 @@ def check_pipelined(srv, failures):
            body.encode())
     s = connect(port)
     s.sendall(req)
-    data = b""
     s.settimeout(10)
-    try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        pass
-    s.close()
+    data = read_to_close(s)
     answers = data.count(b"HTTP/1.1 200")
     ok = (answers == 3 and data.index(b'"status"') < data.index(b'"object":"list"')
           < data.index(b'"text_completion"'))
@@ -228,16 +234,7 @@ def check_expect_continue(srv, failures):
     interim = s.recv(64)
     t_interim = time.time() - t0
     s.sendall(body)
-    data = b""
-    try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        pass
-    s.close()
+    data = read_to_close(s)
     ok = interim.startswith(b"HTTP/1.1 100") and t_interim < 0.5 and b"HTTP/1.1 200" in data
     status = b" ".join(line for line in data.splitlines() if line.startswith(b"HTTP/1.1"))
     print(f"{'ok  ' if ok else 'FAIL'}  expect_continue: 100 Continue after {t_interim * 1000:.0f} "

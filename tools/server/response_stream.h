@@ -1,7 +1,8 @@
 // The HTTP side of one generation request: the streams of its choices and how their events
 // become an OpenAI response, streamed (SSE chunks, interleaved by choice index, an SSE comment
 // after 200 ms of silence) or whole (a single space after 200 ms without an event and at least
-// every second, until the body is ready, which lets the handler notice a client that went away). Written from httplib content providers.
+// every second, until the body is ready, which lets the handler notice a client that went away).
+// Written from httplib content providers.
 #ifndef UNMASK_TOOLS_SERVER_RESPONSE_STREAM_H_
 #define UNMASK_TOOLS_SERVER_RESPONSE_STREAM_H_
 
