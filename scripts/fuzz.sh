@@ -14,13 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 targets=(gguf_fuzz safetensors_fuzz hf_config_fuzz llama2c_fuzz tokenizer_fuzz hf_tokenizer_fuzz
-         chat_template_fuzz grammar_fuzz openai_request_fuzz)
+         chat_template_fuzz grammar_fuzz openai_request_fuzz hub_fuzz)
 # Largest input per harness: the seeds' size (model files, tokenizer.json) bounds it.
 declare -A max_len=([gguf_fuzz]=600000 [safetensors_fuzz]=450000 [hf_tokenizer_fuzz]=250000
                     [chat_template_fuzz]=16384 [openai_request_fuzz]=16384 [grammar_fuzz]=8192
-                    [tokenizer_fuzz]=4096 [hf_config_fuzz]=16384 [llama2c_fuzz]=8192)
+                    [tokenizer_fuzz]=4096 [hf_config_fuzz]=16384 [llama2c_fuzz]=8192
+                    [hub_fuzz]=16384)
 # A JSON dictionary helps the harnesses whose input is JSON.
-declare -A dict=([openai_request_fuzz]=json [hf_config_fuzz]=json [hf_tokenizer_fuzz]=json
+declare -A dict=([openai_request_fuzz]=json [hf_config_fuzz]=json [hf_tokenizer_fuzz]=json [hub_fuzz]=json
                  [chat_template_fuzz]=jinja [grammar_fuzz]=gbnf)
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }

@@ -7,6 +7,7 @@ Every seed is built from files in this repository (tests/data, models/, fuzz/reg
 input layout the harness's header comment describes; nothing is downloaded. Regression inputs
 (fuzz/regressions/TARGET/*: inputs that once crashed, kept after the fix) are seeds too.
 """
+import hashlib
 import json
 import os
 import random
@@ -183,6 +184,21 @@ def seeds(target):
             yield b"\1" + json.dumps(body).encode()
         for body in REQUESTS_COMPLETIONS:
             yield b"\0" + json.dumps(body).encode()
+    elif target == "hub_fuzz":
+        yield b"\1" + (ROOT / "data/catalog.json").read_bytes()
+        model = ROOT / "models/unmask-tinystories-block-hf"
+        siblings = []
+        for f in sorted(model.iterdir()):
+            data = f.read_bytes()
+            s = {"rfilename": f.name, "size": len(data),
+                 "blobId": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
+            if f.suffix == ".safetensors":
+                s["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+            siblings.append(s)
+        siblings.append({"rfilename": "gguf/m-Q8_0.gguf", "size": 1, "blobId": "a" * 40})
+        info = {"sha": "c" * 40, "siblings": siblings}
+        yield b"\0" + json.dumps(info).encode()
+        yield b"\2" + json.dumps(info).encode()
     else:
         raise SystemExit(f"fuzz_seeds.py: unknown target {target}")
     regressions = ROOT / "fuzz/regressions" / target

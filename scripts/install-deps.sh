@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what unmask needs to build and test on Debian 12: compiler and build tools, the libraries
-# (oneDNN, OpenBLAS, PCRE2, ICU, nlohmann-json, CLI11, cpp-httplib, GoogleTest, Google Benchmark),
+# (oneDNN, OpenBLAS, PCRE2, ICU, nlohmann-json, CLI11, cpp-httplib, libcurl and OpenSSL for
+# `unmask pull`, GoogleTest, Google Benchmark), the openssl CLI (the pull test's certificate),
 # clang 14 with libFuzzer and its OpenMP (the fuzz harnesses), HAProxy (the failover test),
 # Chromium and its WebDriver (the playground test), and a Python venv (.venv) with the pinned
 # packages of scripts/requirements.txt for the reference and model scripts.
@@ -10,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential g++ cmake ninja-build pkg-config git
           libdnnl-dev libopenblas-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+          libcurl4-openssl-dev libssl-dev openssl
           libgtest-dev libgmock-dev libbenchmark-dev
           clang-14 libclang-rt-14-dev libomp-14-dev haproxy
           python3 python3-venv python3-pip python3-torch

@@ -3,18 +3,25 @@
 #include <cctype>
 #include <cstddef>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/arena/arena_command.h"
 #include "cli/bench_command.h"
 #include "cli/convert_command.h"
 #include "cli/generate_command.h"
+#include "cli/hub_commands.h"
 #include "cli/inspect_command.h"
 #include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "common/cli_util.h"
 #include "common/suggest.h"
+#include "hub/catalog.h"
+#include "hub/pull.h"
+#include "hub/resolve.h"
 #include "server/serve_command.h"
 
 namespace {
@@ -44,6 +51,103 @@ std::string UnexpectedArgsMessage(const CLI::App& command) {
   return "unexpected argument" + std::string(extras.size() == 1 ? " " : "s ") + words +
          (spaces ? " (give the text with -p TEXT)"
                  : " (a text with spaces goes in quotes after -p)");
+}
+
+// -m and --draft-model values that name a pulled model (a catalogue name such as
+// llada:8b-instruct, or a hub id) become the cached snapshot's path; the catalogue's decoding
+// defaults of the (single) model are returned for ApplyCatalogDefaults. serve without --alias
+// gets the names as model ids. Returns false after printing an error (a model that is not
+// downloaded, a broken $UNMASK_CATALOG).
+bool ResolveModelReferences(std::vector<std::string>& args,
+                            std::vector<std::pair<std::string, std::string>>* defaults,
+                            std::string* defaults_of) {
+  if (args.size() < 2) return true;
+  static const char* const kModelFlags[] = {"-m", "--model", "--draft-model", "--md"};
+  std::optional<unmask::hub::Catalog> catalog;
+  std::vector<std::string> aliases;  // per -m, "" for a path
+  bool any_resolved = false, any_alias = false;
+  int models = 0;
+  for (size_t i = 2; i < args.size(); ++i) {
+    any_alias = any_alias || args[i] == "--alias" || args[i].rfind("--alias=", 0) == 0;
+    std::string flag = args[i], value;
+    size_t value_at = i + 1;
+    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      value_at = i;
+    } else if (i + 1 < args.size()) {
+      value = args[i + 1];
+    }
+    bool is_model_flag = false;
+    for (const char* f : kModelFlags) is_model_flag = is_model_flag || flag == f;
+    if (!is_model_flag || value.empty()) continue;
+    const bool main_model = flag == "-m" || flag == "--model";
+    if (main_model) ++models;
+    std::error_code ec;
+    if (std::filesystem::exists(value, ec)) {
+      if (main_model) aliases.emplace_back();
+      continue;
+    }
+    if (!catalog) {
+      unmask::StatusOr<unmask::hub::Catalog> c = unmask::hub::LoadCatalog();
+      if (!c.ok()) {
+        unmask::tools::PrintError("unmask", c.status().message());
+        return false;
+      }
+      catalog = std::move(*c);
+    }
+    if (!unmask::hub::LooksLikeModelReference(value, *catalog)) {
+      if (main_model) aliases.emplace_back();
+      continue;  // the command says the file is missing
+    }
+    unmask::StatusOr<unmask::hub::ResolvedModel> r = unmask::hub::ResolveModel(value, *catalog);
+    if (!r.ok()) {
+      unmask::tools::PrintError("unmask " + args[1], r.status().message());
+      return false;
+    }
+    args[value_at] = value_at == i ? flag + "=" + r->path : r->path;
+    any_resolved = true;
+    if (main_model) {
+      aliases.push_back(value);
+      *defaults = r->defaults;
+      *defaults_of = value;
+    }
+  }
+  if (models != 1) defaults->clear();
+  if (args[1] == "serve" && any_resolved && !any_alias) {
+    for (const std::string& a : aliases) {
+      args.push_back("--alias");
+      args.push_back(a);
+    }
+  }
+  return true;
+}
+
+// The catalogue's defaults for the options `command` has and the command line did not give.
+// Returns false after printing an error (a default the option refuses).
+bool ApplyCatalogDefaults(CLI::App& command,
+                          const std::vector<std::pair<std::string, std::string>>& defaults,
+                          const std::string& model) {
+  std::string applied;
+  for (const auto& [key, value] : defaults) {
+    CLI::Option* opt = command.get_option_no_throw("--" + key);
+    if (opt == nullptr || opt->count() > 0) continue;
+    try {
+      opt->add_result(value);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      unmask::tools::PrintError(
+          "unmask " + command.get_name(),
+          "the catalogue's default --" + key + " " + value + " for " + model + ": " + e.what());
+      return false;
+    }
+    applied += " --" + key + " " + value;
+  }
+  if (!applied.empty()) {
+    std::fprintf(stderr, "unmask %s: %s: catalogue defaults%s (flags on the command line win)\n",
+                 command.get_name().c_str(), model.c_str(), applied.c_str());
+  }
+  return true;
 }
 
 }  // namespace
@@ -153,6 +257,31 @@ int main(int argc, char** argv) {
       "-m models/unmask-tinystories-ar.gguf --port 8080");
   serve.AddTo(*srv);
 
+  unmask::tools::PullCommand pull;
+  CLI::App* pul = app.add_subcommand(
+      "pull",
+      "download a model from the Hugging Face hub into the local cache (the hub's own layout, "
+      "shared with huggingface-cli and transformers), resuming interrupted downloads and "
+      "verifying every file's sha256 / git sha1; prints the folder; -m then takes the same name\n"
+      "examples: unmask pull llada:8b-instruct        (a catalogue name: unmask list --catalog)\n"
+      "          unmask pull JetLM/SDAR-1.7B-Chat\n"
+      "          unmask pull bartowski/SmolLM2-135M-Instruct-GGUF:Q8_0\n"
+      "          unmask chat -m llada:8b-instruct");
+  pull.AddTo(*pul);
+  unmask::tools::ListCommand list;
+  CLI::App* lst = app.add_subcommand(
+      "list", "list the downloaded models (--catalog: the short names unmask pull knows)");
+  list.AddTo(*lst);
+  unmask::tools::ShowCommand show;
+  CLI::App* shw = app.add_subcommand(
+      "show",
+      "print a model's catalogue entry (source, revision, pinned checksums, decoding defaults) "
+      "and where it is in the cache");
+  show.AddTo(*shw);
+  unmask::tools::RmCommand rm;
+  CLI::App* rmv = app.add_subcommand("rm", "delete downloaded models from the cache");
+  rm.AddTo(*rmv);
+
   // An unknown first word is a mistyped command: say so (CLI11 would only say one is required).
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -162,7 +291,8 @@ int main(int argc, char** argv) {
     unmask::tools::PrintError(
         "unmask",
         "unknown command '" + std::string(argv[1]) +
-            "' (commands: generate, chat, serve, inspect, bench, plan, tokenize, convert; see "
+            "' (commands: generate, chat, serve, pull, list, show, rm, inspect, bench, plan, "
+            "tokenize, convert; see "
             "'unmask --help')");
     return 2;
   }
@@ -224,6 +354,9 @@ int main(int argc, char** argv) {
       ++i;
     }
   }
+  std::vector<std::pair<std::string, std::string>> catalog_defaults;
+  std::string defaults_of;
+  if (!ResolveModelReferences(args, &catalog_defaults, &defaults_of)) return 1;
   std::vector<char*> arg_ptrs;
   for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
@@ -253,6 +386,12 @@ int main(int argc, char** argv) {
     unmask::tools::PrintError(where, message + " (see '" + where + " --help')");
     return 2;
   }
+  for (CLI::App* sub : {gen, cht, ben, srv}) {
+    if (sub->parsed() && !(sub == ben && are->parsed()) &&
+        !ApplyCatalogDefaults(*sub, catalog_defaults, defaults_of)) {
+      return 2;
+    }
+  }
   try {
     int rc = 2;
     if (gen->parsed()) rc = generate.Run();
@@ -263,6 +402,10 @@ int main(int argc, char** argv) {
     if (tkz->parsed()) rc = tokenize.Run();
     if (cnv->parsed()) rc = convert.Run();
     if (srv->parsed()) rc = serve.Run();
+    if (pul->parsed()) rc = pull.Run();
+    if (lst->parsed()) rc = list.Run();
+    if (shw->parsed()) rc = show.Run();
+    if (rmv->parsed()) rc = rm.Run();
     // Results that could not be written (a full disk, a closed pipe) are a failure, not success.
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
       unmask::tools::PrintError("unmask", "cannot write the output to stdout");

@@ -32,7 +32,9 @@ std::string DefaultModelPath() {
 
 void ModelArgs::AddTo(CLI::App& app) {
   model_option = app.add_option("-m,--model", model,
-                                "GGUF model file (default: the repository's default model)")
+                                "GGUF file, Hugging Face checkpoint folder, or a model 'unmask "
+                                "pull' fetched (a catalogue name such as llada:8b-instruct, or "
+                                "org/name); default: the repository's default model")
                      ->type_name("PATH");
   AddBackendFlags(app, this);
 }
