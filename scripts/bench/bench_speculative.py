@@ -4,7 +4,8 @@ drafter against plain decoding, measured in the same run on the same prompts (gr
 must also produce exactly the plain tokens: the script checks it and reports mismatches).
 
 Each (prompt, mode) is one `unmask generate --json` run; times are the generation phase only
-(model loading excluded). Modes: plain, lookup, draft=DRAFT.gguf, diffusion=DIFFUSION.gguf.
+(model loading excluded). Modes: plain, lookup, draft=DRAFT.gguf, diffusion=DIFFUSION.gguf,
+medusa (the heads beside the model, MODEL.medusa.gguf) or medusa=HEADS.gguf.
 
 Examples (README, docs/benchmarks.md):
   scripts/bench/bench_speculative.py -m models/unmask-tinystories-ar.gguf --prompts stories \\
@@ -57,8 +58,10 @@ def run(args, prompt, mode):
     cmd = [args.unmask, "generate", "-m", args.model, "-p", prompt, "--json", "--temperature", "0",
            "-n", str(args.n_predict), "-t", str(args.threads), "--draft-max", str(args.draft_max)]
     cmd += ["--chat"] if args.chat else ["--no-chat"]
-    if mode == "lookup":
-        cmd += ["--spec", "lookup"]
+    if mode in ("lookup", "medusa"):
+        cmd += ["--spec", mode]
+    elif mode.startswith("medusa="):
+        cmd += ["--spec", "medusa", "--draft-heads", mode.split("=", 1)[1]]
     elif mode.startswith("draft=") or mode.startswith("diffusion="):
         kind, path = mode.split("=", 1)
         cmd += ["--spec", kind, "--draft-model", path]

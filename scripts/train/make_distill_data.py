@@ -41,13 +41,18 @@ def main():
     ap.add_argument("--out", required=True, help="int32 .npy token stream to write")
     ap.add_argument("--unmask", default=str(REPO / "build/ci/bin/unmask"))
     ap.add_argument("--teacher", default=str(REPO / "models/unmask-tinystories-ar.gguf"))
-    ap.add_argument("--tokenizer", default="build/train/tokenizer.json")
+    ap.add_argument("--tokenizer", default="build/train/tokenizer.json",
+                    help="tokenizer.json (default: built from the teacher GGUF when absent)")
     ap.add_argument("--tokens", type=int, default=300 * 16 * 256 + 256,
                     help="stream length to reach (default: 300 steps of 16 windows of 256)")
     ap.add_argument("--max-cuts", type=int, default=4)
     ap.add_argument("--context", type=int, default=256)
     args = ap.parse_args()
-    tok = Tokenizer.from_file(args.tokenizer)
+    if Path(args.tokenizer).exists():
+        tok = Tokenizer.from_file(args.tokenizer)
+    else:  # the teacher's own vocabulary and merges (the same tokenizer, read from its GGUF)
+        from gguf_model import load_tokenizer, read_fields
+        tok = load_tokenizer(read_fields(args.teacher)[1])
     bos, eos = tok.token_to_id(data.BOS), tok.token_to_id(data.EOS)
     stories = data.load_splits()["train"]
     prompts = []  # (cut, story, ids)

@@ -149,6 +149,12 @@ class Decoder {
   // Positions a steady step of this decoder feeds, for the scheduler's token budget: the whole
   // canvas (prompt included) for diffusion and Dream, 1 for AR after its prefill.
   virtual int64_t step_positions() const = 0;
+  // Target features for a drafter that reads them (Drafter::uses_target_features; Medusa, EAGLE):
+  // when true, the caller passes SetFeatures(rows) before each Update, `rows` [num_logit_rows,
+  // feature_size] f32 the model's final hidden states of the plan's logit rows (after the output
+  // norm: Workspace::last_normed), valid until Update returns.
+  virtual bool wants_features() const { return false; }
+  virtual void SetFeatures(const TensorView& rows) { (void)rows; }
 };
 
 // Shared checks of the decoders' Create and Update. InvalidArgument: a mask id outside

@@ -210,6 +210,21 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
   }
   // Cached now: every fed non-draft token and the accepted drafts.
   cached_ = pos0 + static_cast<int64_t>(feed_.size()) - k + result->accepted;
+  // Row `accepted` gave the last committed token (the bonus or the correction token; a step that
+  // ended the generation on an accepted draft drafts nothing more): its hidden state drafts the
+  // next step.
+  if (wants_features()) {
+    const int64_t row = result->accepted;
+    const int64_t width = drafter_->feature_size();
+    if (features_.data != nullptr && features_.dtype == DType::kF32 &&
+        features_.shape.rank() == 2 && features_.shape[0] == rows && features_.shape[1] == width &&
+        row < rows && !result->tokens.empty()) {
+      drafter_->ObserveFeatures(
+          std::span<const float>(features_.as<float>() + row * width, static_cast<size_t>(width)),
+          static_cast<int64_t>(tokens_.size()));
+    }
+    features_ = TensorView{};
+  }
   if (drafter_ != nullptr) {
     ++spec_.steps;
     spec_.drafted += k;

@@ -105,6 +105,12 @@ class ArDecoder final : public Decoder {
   int64_t prompt_length() const override { return prompt_length_; }
   int64_t nfe() const override { return nfe_; }  // target forwards, prefill included
   int64_t step_positions() const override { return 1; }
+  // The drafter reads the target's features (Medusa): Update passes it the row that gave the
+  // last committed token (SetFeatures before Update; a step without them drafts nothing next).
+  bool wants_features() const override {
+    return drafter_ != nullptr && drafter_->uses_target_features();
+  }
+  void SetFeatures(const TensorView& rows) override { features_ = rows; }
   // Gives the decoder ownership of the drafter it was created with (the factory's lookup
   // drafter); `drafter` must be the one passed to Create.
   void AdoptDrafter(std::unique_ptr<Drafter> drafter) { owned_drafter_ = std::move(drafter); }
@@ -155,6 +161,7 @@ class ArDecoder final : public Decoder {
   std::vector<int32_t> history_;  // scratch: tokens + accepted drafts for the penalties
   std::unique_ptr<TokenConstraint> constraint_;
   std::vector<float> masked_;  // scratch: the constrained row
+  TensorView features_;        // this step's target features (SetFeatures); data null when none
 };
 
 }  // namespace unmask

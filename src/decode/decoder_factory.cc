@@ -380,9 +380,18 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
       }
       out.ar = o.ar;
       out.ar.n_predict = o.max_tokens;
-      std::unique_ptr<Drafter> lookup;
+      std::unique_ptr<Drafter> lookup;  // a drafter the decoder owns
       Drafter* drafter = o.drafter;
-      if (drafter == nullptr && o.speculative_lookup) {
+      if (drafter == nullptr && o.medusa_heads != nullptr) {
+        if (o.medusa_heads->hidden_size() != c.hidden_size) {
+          return InvalidArgumentError("Medusa heads " + o.medusa_heads->path() +
+                                      " are for a hidden size of " +
+                                      std::to_string(o.medusa_heads->hidden_size()) +
+                                      ", the model's is " + std::to_string(c.hidden_size));
+        }
+        UNMASK_ASSIGN_OR_RETURN(lookup, MakeMedusaDrafter(o.medusa_heads, o.medusa));
+        drafter = lookup.get();
+      } else if (drafter == nullptr && o.speculative_lookup) {
         UNMASK_ASSIGN_OR_RETURN(lookup, MakeLookupDrafter({1, o.lookup_ngram_max}));
         drafter = lookup.get();
       }

@@ -104,7 +104,11 @@ struct DecodeOptions {
   DiffusionSampler sampler = DiffusionSampler::kAuto;
   bool speculative_lookup = false;  // AR: n-gram prompt-lookup drafting (owned by the decoder)
   int32_t lookup_ngram_max = 4;
-  Drafter* drafter = nullptr;     // AR: a model drafter (not owned; outlives the decoder)
+  Drafter* drafter = nullptr;  // AR: a model drafter (not owned; outlives the decoder)
+  // AR: Medusa drafting with these heads (not owned; outlive the decoder), a drafter per decoder
+  // owned by it; used when `drafter` is null.
+  const MedusaHeads* medusa_heads = nullptr;
+  MedusaDrafterParams medusa;
   std::vector<GivenParam> given;  // explicitly set parameters (the kind and rule checks)
   bool refuse_unused = true;      // false: unused parameters are listed, not refused
   // true: the canvas is max_tokens rounded up to whole blocks and the text cut back (the server);

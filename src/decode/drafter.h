@@ -7,6 +7,8 @@
 //                    Chen et al. 2023; llama.cpp `speculative`).
 //   DiffusionDrafter a masked-diffusion model sharing the target's tokenizer: the context plus k
 //                    mask tokens, one (or a few) bidirectional forwards, the k tokens at once.
+//   MedusaDrafter    Medusa heads (model/medusa_heads.h) on the target's own final hidden state:
+//                    no draft-model forward at all.
 #ifndef UNMASK_DECODE_DRAFTER_H_
 #define UNMASK_DECODE_DRAFTER_H_
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/medusa_heads.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 
@@ -48,12 +51,26 @@ class Drafter {
   Status Propose(std::span<const int32_t> context, int64_t max_tokens, DraftProposal* out);
   const DrafterStats& stats() const { return stats_; }
 
+  // Drafters that read the target model's features (Medusa, EAGLE): after each verification the
+  // engine passes the target's final hidden state (after its output norm; [feature_size()]) at
+  // the position whose logits gave the last committed token, and `context_length`, the number of
+  // committed tokens it belongs to (ObserveFeatures). Such a drafter proposes only for that
+  // context. `h` is valid during the call only.
+  virtual bool uses_target_features() const { return false; }
+  virtual int64_t feature_size() const { return 0; }
+  virtual void ObserveFeatures(std::span<const float> h, int64_t context_length) {
+    (void)h;
+    (void)context_length;
+  }
+
  protected:
   // The drafter's own work behind Propose (`out` arrives empty).
   virtual Status DoPropose(std::span<const int32_t> context, int64_t max_tokens,
                            DraftProposal* out) = 0;
   // Adds one draft-model forward to stats().
   void CountForward(const ForwardStats& fs);
+  // Adds work done without a model forward (draft heads) to stats().
+  void CountFlops(double flops) { stats_.flops += flops; }
 
  private:
   DrafterStats stats_;
@@ -90,6 +107,16 @@ struct DiffusionDrafterParams {
 // p_min outside [0, 1].
 StatusOr<std::unique_ptr<Drafter>> MakeDiffusionDrafter(const Model* model,
                                                         const DiffusionDrafterParams& params);
+
+struct MedusaDrafterParams {
+  // Cut the draft at the first head whose top probability is below this; 0: every head.
+  double p_min = 0.0;
+};
+// Drafts with `heads` (not owned; outlive the drafter), one greedy token per head. The heads must
+// belong to the target model (MedusaHeads::Load checks the sizes).
+// Errors: InvalidArgument for null heads or p_min outside [0, 1].
+StatusOr<std::unique_ptr<Drafter>> MakeMedusaDrafter(const MedusaHeads* heads,
+                                                     const MedusaDrafterParams& params);
 
 }  // namespace unmask
 

@@ -63,6 +63,17 @@ Status StepBatch(const Model& model, std::span<StepSlot> slots, KvCache* kv, Ste
     const int64_t n = buffers.rows[k++];
     const TensorView mine{logits.as<float>() + row * vocab, DType::kF32, Shape{n, vocab}};
     row += n;
+    if (s.decoder->wants_features()) {
+      // The final hidden states of this slot's logit rows (Model::Forward leaves them in the
+      // workspace; a model that does not gives the drafter nothing and it proposes nothing).
+      const Tensor& h = buffers.ws.last_normed;
+      if (h.shape().rank() == 2 && h.shape()[0] >= row &&
+          h.shape()[1] == model.config().hidden_size) {
+        const int64_t width = h.shape()[1];
+        s.decoder->SetFeatures(
+            TensorView{h.as<float>() + (row - n) * width, DType::kF32, Shape{n, width}});
+      }
+    }
     const int64_t step = s.decoder->nfe();
     const Status us = s.decoder->Update(mine, &s.result);
     if (!us.ok()) {

@@ -64,7 +64,8 @@ class Workspace {
   Tensor gate_up;      // [positions, 2 * ffn]
   Tensor ffn;          // [positions, ffn]
   Tensor last_hidden;  // [logit rows, hidden]     rows kept for the last layer and logits
-  Tensor last_normed;  // [logit rows, hidden]
+  Tensor last_normed;  // [logit rows, hidden]     after Forward: the output norm's rows, i.e.
+                       // the input of the output projection (Medusa / EAGLE features)
   // Mixture-of-experts layers (ModelConfig::is_moe), for n rows and top_k slots per row:
   Tensor moe_logits;                  // [n, experts]              router logits
   Tensor moe_x;                       // [n * top_k, hidden]       rows gathered by expert

@@ -8,30 +8,10 @@
 #include "engine/engine.h"
 #include "model/loader.h"
 #include "test_util.h"
+#include "twin_generate.h"
 
 namespace unmask {
 namespace {
-
-struct GenRun {
-  std::vector<int32_t> tokens;
-  GenerationStats stats;
-};
-
-GenRun Generate(const LoadedModel& lm, const std::vector<int32_t>& prompt, Drafter* drafter,
-                int32_t draft_max) {
-  ArParams p;
-  p.sampling.temperature = 0;
-  p.n_predict = 48;
-  p.draft_max = draft_max;
-  const ModelConfig& c = lm.model->config();
-  auto dec = ArDecoder::Create(p, {lm.tokenizer->special().eos, lm.tokenizer->special().eot},
-                               prompt, c.context_length, c.vocab_size, drafter);
-  EXPECT_TRUE(dec.ok()) << dec.status().ToString();
-  Decoder* const one[1] = {&*dec};
-  auto stats = RunToCompletion(*lm.model, one, nullptr);
-  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
-  return {std::vector<int32_t>(dec->generated().begin(), dec->generated().end()), *stats};
-}
 
 TEST(TwinSpeculativeTest, EveryDrafterIsLosslessAtTemperatureZero) {
   auto ar = LoadModel(testing::SourceDir() + "/models/unmask-tinystories-ar.gguf", LoadOptions{});
@@ -41,13 +21,13 @@ TEST(TwinSpeculativeTest, EveryDrafterIsLosslessAtTemperatureZero) {
   ASSERT_TRUE(ar.ok() && dif.ok() && self.ok());
   const std::vector<int32_t> prompt =
       ar->tokenizer->Encode("Once upon a time, there was a little girl named", true, false);
-  const GenRun plain = Generate(*ar, prompt, nullptr, 1);
+  const GenRun plain = GreedyGenerate(*ar, prompt, nullptr, 1);
   ASSERT_FALSE(plain.tokens.empty());
   EXPECT_EQ(plain.stats.nfe, static_cast<int64_t>(plain.tokens.size()));
 
   auto lookup = MakeLookupDrafter({});
   ASSERT_TRUE(lookup.ok());
-  EXPECT_EQ(Generate(*ar, prompt, lookup->get(), 6).tokens, plain.tokens);
+  EXPECT_EQ(GreedyGenerate(*ar, prompt, lookup->get(), 6).tokens, plain.tokens);
 
   for (int32_t steps : {1, 2}) {
     DiffusionDrafterParams dp;
@@ -55,7 +35,7 @@ TEST(TwinSpeculativeTest, EveryDrafterIsLosslessAtTemperatureZero) {
     dp.steps = steps;
     auto diffusion = MakeDiffusionDrafter(dif->model.get(), dp);
     ASSERT_TRUE(diffusion.ok());
-    const GenRun r = Generate(*ar, prompt, diffusion->get(), 4);
+    const GenRun r = GreedyGenerate(*ar, prompt, diffusion->get(), 4);
     EXPECT_EQ(r.tokens, plain.tokens) << "diffusion drafter, steps " << steps;
     EXPECT_GT(r.stats.speculative.drafted, 0);
     // `steps` forwards per draft (fewer when the budget leaves fewer than `steps` tokens).
@@ -69,13 +49,13 @@ TEST(TwinSpeculativeTest, EveryDrafterIsLosslessAtTemperatureZero) {
   ASSERT_TRUE(small.ok()) << small.status().ToString();
   auto small_drafter = MakeModelDrafter(small->model.get(), {});
   ASSERT_TRUE(small_drafter.ok());
-  const GenRun drafted = Generate(*ar, prompt, small_drafter->get(), 4);
+  const GenRun drafted = GreedyGenerate(*ar, prompt, small_drafter->get(), 4);
   EXPECT_EQ(drafted.tokens, plain.tokens);
   EXPECT_GT(drafted.stats.speculative.accepted, 0);
 
   auto model = MakeModelDrafter(self->model.get(), {});
   ASSERT_TRUE(model.ok());
-  const GenRun r = Generate(*ar, prompt, model->get(), 5);
+  const GenRun r = GreedyGenerate(*ar, prompt, model->get(), 5);
   EXPECT_EQ(r.tokens, plain.tokens);
   EXPECT_EQ(r.stats.speculative.accepted, r.stats.speculative.drafted);
   EXPECT_LT(r.stats.nfe, plain.stats.nfe / 3);

@@ -44,6 +44,12 @@ TEST(ApiRequestTest, CompletionDefaultsAndFields) {
   EXPECT_EQ(*r.latency_target_ms, 100);
   EXPECT_EQ(*r.timeout_s, 2.5);
   EXPECT_EQ(*r.speculative, "lookup");
+  for (const char* mode : {"none", "lookup", "medusa"}) {
+    ASSERT_FALSE(Parse(std::string(R"({"model":"m","prompt":"x","speculative":")") + mode + "\"}",
+                       false, &r))
+        << mode;
+    EXPECT_EQ(*r.speculative, mode);
+  }
 }
 
 TEST(ApiRequestTest, PromptForms) {

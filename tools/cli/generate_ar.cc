@@ -1,6 +1,6 @@
 // `unmask generate` with an autoregressive model: KV-cached decoding, the sampling chain, stop
-// strings, and speculative decoding (--spec lookup|draft|diffusion). Text streams to stdout as it
-// is generated (unless --json).
+// strings, and speculative decoding (--spec lookup|draft|diffusion|medusa). Text streams to stdout
+// as it is generated (unless --json).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -15,6 +15,7 @@
 #include "common/terminal.h"
 #include "decode/decoder_ar.h"
 #include "decode/drafter.h"
+#include "model/medusa_heads.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/unicode_util.h"
 
@@ -69,8 +70,33 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     }
   }
   const std::string spec = cmd.ar.SpecMode(draft_is_diffusion);
+  std::unique_ptr<MedusaHeads> heads;
+  std::string heads_path;
+  if (spec != "medusa" && !cmd.ar.draft_heads.empty()) {
+    return FailWith(kWho,
+                    InvalidArgumentError("--draft-heads is for --spec medusa, not --spec " + spec));
+  }
   if (spec == "lookup") {
     options.speculative_lookup = true;
+  } else if (spec == "medusa") {
+    if (!cmd.ar.draft_model.empty()) {
+      return FailWith(kWho, InvalidArgumentError("--spec medusa drafts with --draft-heads, not "
+                                                 "--draft-model (a separate model)"));
+    }
+    heads_path = cmd.ar.draft_heads.empty() ? MedusaHeadsPathFor(path) : cmd.ar.draft_heads;
+    auto h = MedusaHeads::Load(heads_path, m.config());
+    if (!h.ok()) {
+      Status s = h.status();
+      if (cmd.ar.draft_heads.empty() && s.code() == StatusCode::kNotFound) {
+        s = NotFoundError("no heads at " + heads_path +
+                          " (train them with scripts/train/train_medusa.py, or name a file "
+                          "with --draft-heads)");
+      }
+      return FailWith(kWho, s.WithContext("--spec medusa"));
+    }
+    heads = std::move(h).value();
+    options.medusa_heads = heads.get();
+    options.medusa.p_min = cmd.ar.draft_p_min;
   } else if (spec == "draft" || spec == "diffusion") {
     if (!draft_loaded.model) {
       return FailWith(kWho,
@@ -194,7 +220,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                           {"acceptance_rate", st.speculative.acceptance_rate()},
                           {"target_forwards", st.nfe},
                           {"draft_forwards", drafter_stats.forwards},
-                          {"draft_model", cmd.ar.draft_model}};
+                          {"draft_model", spec == "medusa" ? heads_path : cmd.ar.draft_model}};
     }
     j["model"] = {{"path", path},
                   {"architecture", m.config().architecture},

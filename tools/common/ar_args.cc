@@ -66,13 +66,21 @@ void ArArgs::AddTo(CLI::App& app) {
   app.add_option("--spec", spec,
                  "AR speculative decoding: lookup (n-gram prompt lookup, no model), draft (a "
                  "smaller AR --draft-model), diffusion (a diffusion --draft-model sharing the "
-                 "tokenizer proposes a block per forward). Greedy output is identical to plain "
-                 "decoding; with sampling the output distribution is the same")
-      ->check(CLI::IsMember({"lookup", "draft", "diffusion"}))
+                 "tokenizer proposes a block per forward), medusa (draft heads on the model's own "
+                 "last hidden state: --draft-heads, default MODEL.medusa.gguf beside the model). "
+                 "Greedy output is identical to plain decoding; with sampling the output "
+                 "distribution is the same")
+      ->check(CLI::IsMember({"lookup", "draft", "diffusion", "medusa"}))
       ->group(g);
   app.add_option("--draft-model,--md", draft_model,
                  "GGUF of the drafter for --spec draft|diffusion (implies it when --spec is not "
                  "given); must share the target's vocabulary")
+      ->group(g);
+  app.add_option("--draft-heads", draft_heads,
+                 "GGUF of Medusa heads trained for this model (scripts/train/train_medusa.py; "
+                 "implies --spec medusa); default for --spec medusa: MODEL.medusa.gguf beside "
+                 "MODEL.gguf")
+      ->check(CLI::ExistingFile)
       ->group(g);
   app.add_option("--draft-max", draft_max,
                  "most tokens drafted per step (at most 15: a verification of up to 16 tokens is "
@@ -111,6 +119,7 @@ ArParams ArArgs::Resolve(double temperature, uint64_t seed, int64_t gen_length) 
 
 std::string ArArgs::SpecMode(bool draft_is_diffusion) const {
   if (!spec.empty()) return spec;
+  if (!draft_heads.empty()) return "medusa";
   if (draft_model.empty()) return "";
   return draft_is_diffusion ? "diffusion" : "draft";
 }

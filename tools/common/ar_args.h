@@ -18,8 +18,9 @@ struct ArArgs {
   SamplingParams sampling;
   bool ignore_eos = false;
   std::vector<std::string> stop;
-  std::string spec;         // "", "lookup", "draft", "diffusion"
+  std::string spec;         // "", "lookup", "draft", "diffusion", "medusa"
   std::string draft_model;  // --draft-model
+  std::string draft_heads;  // --draft-heads (Medusa heads; default: beside the model)
   // 3: a verification then feeds 4 tokens, one group of the fused batch-1 kernels, which read the
   // weights once (docs/benchmarks.md: 1.36x on SmolLM2 with lookup, where 8 drafts gave 0.99x).
   int32_t draft_max = 3;
@@ -30,8 +31,8 @@ struct ArArgs {
   void AddTo(CLI::App& app);
   // ArParams from the flags plus the shared temperature/seed and the --gen-length fallback.
   ArParams Resolve(double temperature, uint64_t seed, int64_t gen_length) const;
-  // The speculative mode: --spec, or inferred from --draft-model's architecture ("draft" for a
-  // causal model, "diffusion" for a bidirectional one). "" = none.
+  // The speculative mode: --spec, or "medusa" for --draft-heads, or inferred from --draft-model's
+  // architecture ("draft" for a causal model, "diffusion" for a bidirectional one). "" = none.
   std::string SpecMode(bool draft_is_diffusion) const;
 };
 

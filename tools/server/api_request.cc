@@ -430,8 +430,9 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   if (auto e = ReadBool(j, "x_canvas", &x_canvas)) return e;
   r.x_canvas = x_canvas.value_or(false);
   if (auto e = ReadString(j, "speculative", &r.speculative)) return e;
-  if (r.speculative && *r.speculative != "none" && *r.speculative != "lookup") {
-    return Bad("speculative", "'speculative' must be \"none\" or \"lookup\"");
+  if (r.speculative && *r.speculative != "none" && *r.speculative != "lookup" &&
+      *r.speculative != "medusa") {
+    return Bad("speculative", "'speculative' must be \"none\", \"lookup\" or \"medusa\"");
   }
   *out = std::move(r);
   return std::nullopt;

@@ -346,7 +346,23 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
           m.diffusion() ? nullptr : m.VocabTrie(), "tools");
     }
   }
-  g->speculative_lookup = r.speculative ? *r.speculative == "lookup" : options_.speculative_lookup;
+  // A request's "speculative" overrides the server's default; the default Medusa applies to the
+  // models that have heads, a request that names it needs them.
+  const std::string spec = r.speculative                                   ? *r.speculative
+                           : options_.speculative_medusa && m.medusa_heads ? "medusa"
+                           : options_.speculative_lookup                   ? "lookup"
+                                                                           : "none";
+  g->speculative_lookup = spec == "lookup";
+  if (spec == "medusa" && !m.diffusion()) {
+    if (m.medusa_heads == nullptr) {
+      return MakeError(400,
+                       "'speculative': \"medusa\" needs Medusa heads for " + m.id + " (" +
+                           MedusaHeadsPathFor(m.path) +
+                           " beside the model file; scripts/train/train_medusa.py trains them)",
+                       "", "speculative");
+    }
+    g->medusa_heads = m.medusa_heads.get();
+  }
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
   // canvas, the default steps and the rule a threshold implies.
   DiffusionParams& dp = g->diffusion;

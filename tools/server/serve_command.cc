@@ -76,6 +76,10 @@ void ServeCommand::AddTo(CLI::App& app) {
   app.add_flag("--spec-lookup", options.speculative_lookup,
                "AR models: prompt-lookup speculative decoding by default (a request's "
                "'speculative' field overrides)");
+  app.add_flag("--spec-medusa", options.speculative_medusa,
+               "AR models with Medusa heads beside them (MODEL.medusa.gguf, loaded at start): "
+               "Medusa speculative decoding by default (a request's 'speculative' field "
+               "overrides)");
   // Diffusion defaults (a request's fields override them; the flags of unmask generate).
   diffusion.AddTo(app, /*request_flags=*/false);
 }

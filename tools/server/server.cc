@@ -137,6 +137,19 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
                      static_cast<long long>(model_context), static_cast<long long>(model_context));
       }
     }
+    if (!m->diffusion()) {
+      // Medusa heads beside the model (MODEL.medusa.gguf): a file that is there but does not
+      // load is the operator's to fix, so it stops the start like a bad model would.
+      const std::string heads_path = MedusaHeadsPathFor(m->path);
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(heads_path, ec)) {
+        auto heads = MedusaHeads::Load(heads_path, m->loaded->model->config());
+        if (!heads.ok()) return heads.status().WithContext("Medusa heads of " + m->id);
+        m->medusa_heads = std::move(heads).value();
+        std::fprintf(stderr, "unmask serve: %s: Medusa heads %s (%d heads)\n", m->id.c_str(),
+                     heads_path.c_str(), m->medusa_heads->head_count());
+      }
+    }
     metrics_.Set("model_info",
                  {m->id, m->engine_name(), m->loaded->model->config().architecture,
                   std::string(ComputeTypeName(m->loaded->model->compute()))},
@@ -358,6 +371,11 @@ void Server::HandleModels(httplib::Response& res) {
   const int64_t created = UnixSeconds();
   for (const auto& m : models_) {
     const ModelConfig& c = m->loaded->model->config();
+    json speculative = json::array();  // the request's "speculative" values this model takes
+    if (!m->diffusion()) {
+      speculative = {"none", "lookup"};
+      if (m->medusa_heads != nullptr) speculative.push_back("medusa");
+    }
     data.push_back({{"id", m->id},
                     {"object", "model"},
                     {"created", created},
@@ -370,6 +388,7 @@ void Server::HandleModels(httplib::Response& res) {
                       {"compute", std::string(ComputeTypeName(m->loaded->model->compute()))},
                       {"chat_template", !m->loaded->tokenizer->chat_template().empty()},
                       {"sampling_defaults", SamplingDefaultsJson(m->loaded->sampling_defaults)},
+                      {"speculative", speculative},
                       {"path", m->path}}}});
   }
   data.push_back({{"id", "auto"},

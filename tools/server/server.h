@@ -21,6 +21,7 @@
 #include "engine/router.h"
 #include "grammar/token_constraint.h"
 #include "model/loader.h"
+#include "model/medusa_heads.h"
 #include "server/api_request.h"
 #include "server/http_gate.h"
 
@@ -66,6 +67,7 @@ struct ServerOptions {
   // balancer's health checks see it before the port closes (HAProxy's inter 1 s x fall 2 + 1).
   double drain_grace_s = 3;
   bool speculative_lookup = false;  // AR default: prompt-lookup drafting
+  bool speculative_medusa = false;  // AR default: Medusa drafting, for models with heads
   // Threads that run requests (each streamed response holds one; slow and idle connections hold
   // none: http_gate.h). 0: max_queue + models x max_batch + 8.
   int http_threads = 0;
@@ -78,6 +80,9 @@ struct ServedModel {
   const LoadedModel* loaded = nullptr;  // owned by the engine
   size_t index = 0;                     // engine (and scheduler) model index
   int64_t context_length = 0;           // what requests may use: min(serve -c, the model's)
+  // AR models: the Medusa heads found beside the model file (MODEL.medusa.gguf), null when none;
+  // requests with "speculative": "medusa" draft with them.
+  std::unique_ptr<const MedusaHeads> medusa_heads;
   // The vocabulary as a byte trie for structured output, built by the first request that needs
   // it (VocabTrie()).
   std::shared_ptr<const grammar::VocabTrie> VocabTrie() const {

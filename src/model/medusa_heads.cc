@@ -1,0 +1,173 @@
+#include "model/medusa_heads.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/gguf_tensors.h"
+
+namespace unmask {
+namespace {
+
+constexpr int64_t kMaxHeads = 15;   // the chain verifier's longest draft (decode/decoder_ar.h)
+constexpr int64_t kMaxLayers = 16;  // residual blocks per head; Medusa uses 1
+
+// The integer `key` of `f`, in [lo, hi]; errors name the file and the key.
+StatusOr<int64_t> GetBounded(const gguf::GgufFile& f, const std::string& key, int64_t lo,
+                             int64_t hi) {
+  auto v = f.GetInt(key);
+  if (!v.ok()) return v.status().WithContext(f.path());
+  if (*v < lo || *v > hi) {
+    return InvalidArgumentError(f.path() + ": " + key + " = " + std::to_string(*v) +
+                                ", expected a value in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "]");
+  }
+  return *v;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MedusaHeads>> MedusaHeads::Load(const std::string& path,
+                                                         const ModelConfig& base) {
+  UNMASK_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
+  return FromFile(std::move(file), base);
+}
+
+StatusOr<std::unique_ptr<MedusaHeads>> MedusaHeads::FromFile(std::unique_ptr<gguf::GgufFile> file,
+                                                             const ModelConfig& base) {
+  if (file == nullptr) return InvalidArgumentError("Medusa heads: no file");
+  const gguf::GgufFile& f = *file;
+  auto arch = f.GetString("general.architecture");
+  if (!arch.ok()) return arch.status().WithContext(f.path());
+  if (*arch != "medusa") {
+    return InvalidArgumentError(f.path() + ": general.architecture is '" + *arch +
+                                "', expected 'medusa' (a draft-heads file)");
+  }
+  auto heads = std::unique_ptr<MedusaHeads>(new MedusaHeads());
+  heads->path_ = f.path();
+  UNMASK_ASSIGN_OR_RETURN(const int64_t k, GetBounded(f, "medusa.head_count", 1, kMaxHeads));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t layers, GetBounded(f, "medusa.layer_count", 1, kMaxLayers));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t hidden,
+                          GetBounded(f, "medusa.embedding_length", 1, 1 << 20));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t vocab, GetBounded(f, "medusa.vocab_size", 1, 1 << 30));
+  if (hidden != base.hidden_size) {
+    return InvalidArgumentError(f.path() + ": medusa.embedding_length = " + std::to_string(hidden) +
+                                " but the base model's hidden size is " +
+                                std::to_string(base.hidden_size) + " (heads of another model?)");
+  }
+  if (vocab != base.vocab_size) {
+    return InvalidArgumentError(f.path() + ": medusa.vocab_size = " + std::to_string(vocab) +
+                                " but the base model's vocabulary has " +
+                                std::to_string(base.vocab_size) +
+                                " tokens (heads of another model?)");
+  }
+  if (f.Find("medusa.draft_vocab") != nullptr) {
+    auto ids = f.GetIntArray("medusa.draft_vocab");
+    if (!ids.ok()) return ids.status().WithContext(f.path());
+    if (ids->empty()) {
+      return InvalidArgumentError(f.path() + ": medusa.draft_vocab is empty");
+    }
+    std::set<int64_t> seen;
+    for (int64_t id : *ids) {
+      if (id < 0 || id >= vocab) {
+        return InvalidArgumentError(f.path() + ": medusa.draft_vocab holds id " +
+                                    std::to_string(id) + ", outside the vocabulary [0, " +
+                                    std::to_string(vocab) + ")");
+      }
+      if (!seen.insert(id).second) {
+        return InvalidArgumentError(f.path() + ": medusa.draft_vocab repeats id " +
+                                    std::to_string(id));
+      }
+      heads->draft_ids_.push_back(static_cast<int32_t>(id));
+    }
+  } else {
+    heads->draft_ids_.resize(static_cast<size_t>(vocab));
+    for (int64_t i = 0; i < vocab; ++i) heads->draft_ids_[static_cast<size_t>(i)] = int32_t(i);
+  }
+  const int64_t n_draft = static_cast<int64_t>(heads->draft_ids_.size());
+  heads->hidden_ = hidden;
+  heads->layers_ = static_cast<int32_t>(layers);
+  heads->heads_.resize(static_cast<size_t>(k));
+  size_t bytes = 0;
+  auto tensor_bytes = [&](const std::string& name) {
+    const gguf::TensorInfo* t = f.FindTensor(name);
+    return t == nullptr ? size_t{0} : static_cast<size_t>(t->num_bytes);
+  };
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < layers; ++j) {
+      const std::string stem =
+          "medusa.blk." + std::to_string(i) + ".res." + std::to_string(j) + ".";
+      Block b;
+      UNMASK_ASSIGN_OR_RETURN(b.w, GetLinear(f, stem + "weight", hidden, hidden,
+                                             WeightMode::kOnTheFly, ComputeType::kF32));
+      UNMASK_ASSIGN_OR_RETURN(b.b, GetVector(f, stem + "bias", hidden));
+      bytes += tensor_bytes(stem + "weight") + tensor_bytes(stem + "bias");
+      heads->heads_[static_cast<size_t>(i)].push_back(std::move(b));
+    }
+  }
+  UNMASK_ASSIGN_OR_RETURN(heads->output_, GetLinear(f, "medusa.output.weight", n_draft, hidden,
+                                                    WeightMode::kOnTheFly, ComputeType::kF32));
+  bytes += tensor_bytes("medusa.output.weight");
+  heads->weight_bytes_ = bytes;
+  heads->file_ = std::move(file);
+  return heads;
+}
+
+double MedusaHeads::flops_per_head() const {
+  const double h = static_cast<double>(hidden_);
+  return 2.0 * (static_cast<double>(layers_) * h * h + static_cast<double>(draft_ids_.size()) * h);
+}
+
+Status MedusaHeads::Predict(std::span<const float> h, int32_t k, MedusaScratch& scratch,
+                            MedusaGuess* out) const {
+  if (k < 0 || k >= head_count()) {
+    return InvalidArgumentError("Medusa head " + std::to_string(k) + " outside [0, " +
+                                std::to_string(head_count()) + ")");
+  }
+  if (static_cast<int64_t>(h.size()) != hidden_) {
+    return InvalidArgumentError("Medusa heads: a hidden state of " + std::to_string(h.size()) +
+                                " values, expected " + std::to_string(hidden_));
+  }
+  const auto n = static_cast<size_t>(hidden_);
+  scratch.r.assign(h.begin(), h.end());
+  scratch.t.resize(n);
+  scratch.logits.resize(draft_ids_.size());
+  auto row = [](std::vector<float>& v) {
+    return TensorView{v.data(), DType::kF32, Shape{1, static_cast<int64_t>(v.size())}};
+  };
+  for (const Block& b : heads_[static_cast<size_t>(k)]) {
+    UNMASK_RETURN_IF_ERROR(Linear(row(scratch.r), b.w, row(scratch.t)));
+    for (size_t i = 0; i < n; ++i) {
+      const float z = scratch.t[i] + b.b[i];
+      scratch.r[i] += z / (1.0f + std::exp(-z));  // SiLU
+    }
+  }
+  UNMASK_RETURN_IF_ERROR(Linear(row(scratch.r), output_, row(scratch.logits)));
+  // Greedy guess and its softmax probability (max-subtracted; the first maximum wins ties, as
+  // the base model's greedy choice does).
+  size_t best = 0;
+  for (size_t i = 1; i < scratch.logits.size(); ++i) {
+    if (scratch.logits[i] > scratch.logits[best]) best = i;
+  }
+  const float top = scratch.logits[best];
+  double z = 0;
+  for (float l : scratch.logits) z += std::exp(static_cast<double>(l - top));
+  out->token = draft_ids_[best];
+  out->prob = std::isfinite(z) && z > 0 ? 1.0 / z : 0.0;
+  return Status::Ok();
+}
+
+std::string MedusaHeadsPathFor(const std::string& model_path) {
+  std::string p = model_path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const std::string ext = ".gguf";
+  if (p.size() > ext.size() && p.compare(p.size() - ext.size(), ext.size(), ext) == 0) {
+    return p.substr(0, p.size() - ext.size()) + ".medusa.gguf";
+  }
+  return p + "/medusa.gguf";
+}
+
+}  // namespace unmask
