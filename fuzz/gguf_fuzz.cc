@@ -1,7 +1,10 @@
 // GGUF reader on arbitrary bytes: header, metadata (nested arrays included) and tensor infos, then
 // what the loader reads from the metadata: the model config and the tokenizer (a vocabulary read
-// from fuzzed metadata), which then encodes and decodes a fixed text.
-// Seeds: the project's GGUF files (tests/data/models, models/*.gguf cut to their header).
+// from fuzzed metadata), which then encodes and decodes a fixed text; and, for a file that says
+// it holds Medusa heads, the heads loader (for a base model of the file's own sizes, up to 4096)
+// and every head's prediction.
+// Seeds: the project's GGUF files (tests/data/models, models/*.gguf cut to their header) and a
+// small Medusa heads file (scripts/fuzz_seeds.py).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +13,7 @@
 #include "format/gguf.h"
 #include "fuzz_util.h"
 #include "model/config.h"
+#include "model/medusa_heads.h"
 #include "tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -40,6 +44,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       (void)(*tok)->Decode(ids, special);
       (void)(*tok)->DecodeContinuation(ids.empty() ? kNoToken : ids[0], ids, special);
+    }
+  }
+  if (auto arch = f.GetString("general.architecture"); arch.ok() && *arch == "medusa") {
+    auto hidden = f.GetInt("medusa.embedding_length");
+    auto vocab = f.GetInt("medusa.vocab_size");
+    if (hidden.ok() && vocab.ok() && *hidden >= 1 && *hidden <= 4096 && *vocab >= 1 &&
+        *vocab <= 4096) {
+      ModelConfig base;
+      base.hidden_size = *hidden;
+      base.vocab_size = *vocab;
+      auto again = gguf::GgufFile::FromBytes(std::vector<uint8_t>(data, data + size), "fuzz.gguf");
+      auto heads = MedusaHeads::FromFile(std::move(again).value(), base);
+      if (!heads.ok() && heads.status().message().empty()) {
+        fuzz::Fail("a heads error without a message");
+      }
+      if (heads.ok()) {
+        const std::vector<float> h(static_cast<size_t>(*hidden), 0.5f);
+        MedusaScratch scratch;
+        for (int32_t k = 0; k < (*heads)->head_count(); ++k) {
+          MedusaGuess g;
+          if (!(*heads)->Predict(h, k, scratch, &g).ok()) fuzz::Fail("Predict failed on a head");
+          if (g.token < 0 || g.token >= *vocab) fuzz::Fail("a head guessed an id out of range");
+        }
+      }
     }
   }
   return 0;

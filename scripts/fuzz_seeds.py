@@ -135,11 +135,48 @@ def llama2c_seed(version, shared, rng):
     return header + weights + b"\0\0\0\0SEP" + tok
 
 
+def medusa_seed(rng, heads=2, hidden=8, vocab=16, draft_vocab=None):
+    """A small Medusa heads GGUF (src/model/medusa_heads.h), written by hand: version 3, f32."""
+    def string(b):
+        return struct.pack("<Q", len(b)) + b
+    kv = [(b"general.architecture", 8, string(b"medusa")),
+          (b"medusa.head_count", 4, struct.pack("<I", heads)),
+          (b"medusa.layer_count", 4, struct.pack("<I", 1)),
+          (b"medusa.embedding_length", 4, struct.pack("<I", hidden)),
+          (b"medusa.vocab_size", 4, struct.pack("<I", vocab))]
+    if draft_vocab:  # an int32 array
+        kv.append((b"medusa.draft_vocab", 9,
+                   struct.pack("<IQ", 5, len(draft_vocab)) + struct.pack(f"<{len(draft_vocab)}i", *draft_vocab)))
+    n_out = len(draft_vocab) if draft_vocab else vocab
+    tensors = []
+    for k in range(heads):
+        tensors.append((f"medusa.blk.{k}.res.0.weight".encode(), [hidden, hidden]))
+        tensors.append((f"medusa.blk.{k}.res.0.bias".encode(), [hidden]))
+    tensors.append((b"medusa.output.weight", [hidden, n_out]))
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for key, kind, value in kv:
+        out += string(key) + struct.pack("<I", kind) + value
+    data, offset = b"", 0
+    for name, dims in tensors:
+        count = 1
+        for d in dims:
+            count *= d
+        out += string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+        out += struct.pack("<IQ", 0, offset)
+        blob = struct.pack(f"<{count}f", *[rng.uniform(-1, 1) for _ in range(count)])
+        blob += b"\0" * (-len(blob) % 32)
+        data += blob
+        offset += len(blob)
+    return out + b"\0" * (-len(out) % 32) + data
+
+
 def seeds(target):
     rng = random.Random(0)
     if target == "gguf_fuzz":
         for f in sorted((ROOT / "tests/data/models").glob("*.gguf")):
             yield f.read_bytes()
+        yield medusa_seed(rng)
+        yield medusa_seed(rng, heads=3, hidden=4, vocab=12, draft_vocab=[3, 0, 7, 11])
     elif target == "safetensors_fuzz":
         for f in sorted((ROOT / "tests/data/hf").glob("*/*.safetensors")):
             yield f.read_bytes()

@@ -2,7 +2,8 @@
 # CI smoke test of the training pipeline (never the full training): trains the tokenizer and each
 # twin for a few steps of a tiny configuration on a few kilobytes of TinyStories text, exports both
 # GGUF files, and checks that llama.cpp's gguf-py accepts them and that unmask loads them; the same
-# for the block-diffusion twin's scripts (train, resume, export to GGUF and HF, distillation data).
+# for the block-diffusion twin's scripts (train, resume, export to GGUF and HF, distillation data)
+# and for Medusa heads (train_medusa.py, then generate --spec medusa with them).
 #   scripts/train/smoke_test.sh UNMASK_BINARY [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,6 +50,18 @@ $py scripts/train/make_distill_data.py --unmask "$unmask" --teacher "$work/ar.gg
   --tokenizer "$work/tokenizer.json" --context 64 --tokens 400 --out "$work/distill.npy"
 $py scripts/train/train_block.py --init scratch --out-dir "$work/block-distill" "${tiny[@]}" \
   --stop-at 1 --distill-stream "$work/distill.npy"
+# Medusa heads for the tiny AR model on its distillation stream (a few steps, a draft vocabulary),
+# then greedy generation with them: the plain tokens (lossless), drafts proposed.
+$py scripts/train/train_medusa.py --base "$work/ar.gguf" --stream "$work/distill.npy" --context 64 \
+  --heads 2 --epochs 1 --batch 2 --draft-vocab 100 --threads 1 --log-dir "$work/medusa" \
+  --out "$work/ar.medusa.gguf"
+test -s "$work/medusa/loss.svg" && test -s "$work/medusa/summary.json"
+"$unmask" generate -m "$work/ar.gguf" -p "Once upon a time" -n 16 --temperature 0 --json \
+  > "$work/plain.json"
+"$unmask" generate -m "$work/ar.gguf" -p "Once upon a time" -n 16 --temperature 0 --json \
+  --spec medusa > "$work/medusa.json"
+$py -c "import json; a=json.load(open('$work/plain.json')); b=json.load(open('$work/medusa.json')); \
+assert a['output_ids'] == b['output_ids'] and b['speculative']['drafted'] > 0, b"
 $py scripts/check_llamacpp_gguf.py "$work/llada.gguf"
 $py scripts/check_llamacpp_gguf.py "$work/ar.gguf"
 echo "smoke_test: ok"

@@ -33,11 +33,11 @@ class MedusaDrafter final : public Drafter {
     // Only the hidden state of this very context predicts its continuation; anything else (the
     // first step, features from another context) proposes nothing.
     if (features_for_ != static_cast<int64_t>(ctx.size())) return Status::Ok();
-    const int64_t n = std::min<int64_t>(max_tokens, heads_->head_count());
-    for (int32_t k = 0; k < n; ++k) {
-      MedusaGuess g;
-      UNMASK_RETURN_IF_ERROR(heads_->Predict(h_, k, scratch_, &g));
-      CountFlops(heads_->flops_per_head());
+    const auto n = static_cast<int32_t>(std::min<int64_t>({max_tokens, heads_->head_count(), 16}));
+    if (n < 1) return Status::Ok();
+    UNMASK_RETURN_IF_ERROR(heads_->PredictChain(h_, n, scratch_, &guesses_));
+    CountFlops(n * heads_->flops_per_head());
+    for (const MedusaGuess& g : guesses_) {
       if (g.prob < p_.p_min) break;
       out->tokens.push_back(g.token);
       out->q.push_back(TokenDistribution::PointMass(g.token));
@@ -51,6 +51,7 @@ class MedusaDrafter final : public Drafter {
   std::vector<float> h_;
   int64_t features_for_ = -1;  // the context length h_ belongs to
   MedusaScratch scratch_;
+  std::vector<MedusaGuess> guesses_;
 };
 
 }  // namespace

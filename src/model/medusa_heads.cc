@@ -1,5 +1,6 @@
 #include "model/medusa_heads.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -127,36 +128,60 @@ Status MedusaHeads::Predict(std::span<const float> h, int32_t k, MedusaScratch& 
     return InvalidArgumentError("Medusa head " + std::to_string(k) + " outside [0, " +
                                 std::to_string(head_count()) + ")");
   }
+  return Run(h, k, 1, scratch, out);
+}
+
+Status MedusaHeads::PredictChain(std::span<const float> h, int32_t n, MedusaScratch& scratch,
+                                 std::vector<MedusaGuess>* out) const {
+  if (n < 1 || n > std::min<int32_t>(head_count(), 16)) {
+    return InvalidArgumentError("Medusa heads: a chain of " + std::to_string(n) +
+                                " heads, expected 1 to " +
+                                std::to_string(std::min<int32_t>(head_count(), 16)));
+  }
+  out->resize(static_cast<size_t>(n));
+  return Run(h, 0, n, scratch, out->data());
+}
+
+Status MedusaHeads::Run(std::span<const float> h, int32_t k0, int32_t n, MedusaScratch& scratch,
+                        MedusaGuess* out) const {
   if (static_cast<int64_t>(h.size()) != hidden_) {
     return InvalidArgumentError("Medusa heads: a hidden state of " + std::to_string(h.size()) +
                                 " values, expected " + std::to_string(hidden_));
   }
-  const auto n = static_cast<size_t>(hidden_);
-  scratch.r.assign(h.begin(), h.end());
-  scratch.t.resize(n);
-  scratch.logits.resize(draft_ids_.size());
-  auto row = [](std::vector<float>& v) {
-    return TensorView{v.data(), DType::kF32, Shape{1, static_cast<int64_t>(v.size())}};
-  };
-  for (const Block& b : heads_[static_cast<size_t>(k)]) {
-    UNMASK_RETURN_IF_ERROR(Linear(row(scratch.r), b.w, row(scratch.t)));
-    for (size_t i = 0; i < n; ++i) {
-      const float z = scratch.t[i] + b.b[i];
-      scratch.r[i] += z / (1.0f + std::exp(-z));  // SiLU
+  const auto d = static_cast<size_t>(hidden_);
+  const size_t v = draft_ids_.size();
+  const auto rows = static_cast<size_t>(n);
+  scratch.r.resize(rows * d);
+  scratch.t.resize(d);
+  scratch.logits.resize(rows * v);
+  for (size_t i = 0; i < rows; ++i) {
+    float* r = scratch.r.data() + i * d;
+    std::copy(h.begin(), h.end(), r);
+    for (const Block& b : heads_[static_cast<size_t>(k0) + i]) {
+      UNMASK_RETURN_IF_ERROR(Linear(TensorView{r, DType::kF32, Shape{1, hidden_}}, b.w,
+                                    TensorView{scratch.t.data(), DType::kF32, Shape{1, hidden_}}));
+      for (size_t j = 0; j < d; ++j) {
+        const float z = scratch.t[j] + b.b[j];
+        r[j] += z / (1.0f + std::exp(-z));  // SiLU
+      }
     }
   }
-  UNMASK_RETURN_IF_ERROR(Linear(row(scratch.r), output_, row(scratch.logits)));
-  // Greedy guess and its softmax probability (max-subtracted; the first maximum wins ties, as
-  // the base model's greedy choice does).
-  size_t best = 0;
-  for (size_t i = 1; i < scratch.logits.size(); ++i) {
-    if (scratch.logits[i] > scratch.logits[best]) best = i;
+  UNMASK_RETURN_IF_ERROR(
+      Linear(TensorView{scratch.r.data(), DType::kF32, Shape{n, hidden_}}, output_,
+             TensorView{scratch.logits.data(), DType::kF32, Shape{n, static_cast<int64_t>(v)}}));
+  for (size_t i = 0; i < rows; ++i) {
+    // Greedy guess and its softmax probability (max-subtracted; the first maximum wins ties, as
+    // the base model's greedy choice does).
+    const float* l = scratch.logits.data() + i * v;
+    size_t best = 0;
+    for (size_t j = 1; j < v; ++j) {
+      if (l[j] > l[best]) best = j;
+    }
+    double z = 0;
+    for (size_t j = 0; j < v; ++j) z += std::exp(static_cast<double>(l[j] - l[best]));
+    out[i].token = draft_ids_[best];
+    out[i].prob = std::isfinite(z) && z > 0 ? 1.0 / z : 0.0;
   }
-  const float top = scratch.logits[best];
-  double z = 0;
-  for (float l : scratch.logits) z += std::exp(static_cast<double>(l - top));
-  out->token = draft_ids_[best];
-  out->prob = std::isfinite(z) && z > 0 ? 1.0 / z : 0.0;
   return Status::Ok();
 }
 

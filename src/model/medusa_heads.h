@@ -44,9 +44,9 @@ namespace unmask {
 
 // Scratch of one caller of MedusaHeads::Predict (one per drafter).
 struct MedusaScratch {
-  std::vector<float> r;       // [hidden]
+  std::vector<float> r;       // [heads, hidden]
   std::vector<float> t;       // [hidden]
-  std::vector<float> logits;  // [n_draft]
+  std::vector<float> logits;  // [heads, n_draft]
 };
 
 // One head's greedy guess: the base-vocabulary id of its most likely draft token and that token's
@@ -83,6 +83,11 @@ class MedusaHeads {
   // [0, head_count()) or h of another size.
   Status Predict(std::span<const float> h, int32_t k, MedusaScratch& scratch,
                  MedusaGuess* out) const;
+  // Heads 0..n-1 on `h` at once: the same guesses as n Predict calls, with the output projection
+  // read once for all n rows (the drafter's call; n <= 16). `out` gets n guesses.
+  // Errors: InvalidArgument for n outside [1, min(head_count(), 16)] or h of another size.
+  Status PredictChain(std::span<const float> h, int32_t n, MedusaScratch& scratch,
+                      std::vector<MedusaGuess>* out) const;
 
  private:
   struct Block {
@@ -90,6 +95,10 @@ class MedusaHeads {
     std::vector<float> b;
   };
   MedusaHeads() = default;
+  // Heads k0..k0+n-1 on `h`: their residual streams into scratch.r [n, hidden], then their
+  // logits [n, n_draft] and greedy guesses.
+  Status Run(std::span<const float> h, int32_t k0, int32_t n, MedusaScratch& scratch,
+             MedusaGuess* out) const;
 
   std::string path_;
   std::unique_ptr<gguf::GgufFile> file_;  // the weights' storage (kOnTheFly references it)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "e2e/cli_runner.h"
+#include "model/medusa_heads.h"
 #include "test_util.h"
 
 namespace unmask {
@@ -156,13 +157,41 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
            "--spec draft --draft-model " +
                testing::TwinPath("llada"),  // diffusion model as AR drafter
            "--draft-model /nonexistent.gguf", "--top-p 0", "--top-p 1.5", "--min-p -1",
-           "--repeat-penalty 0", "--draft-max 0", "--spec medusa", "--n-predict -5"}) {
+           "--repeat-penalty 0", "--draft-max 0", "--spec eagle", "--n-predict -5",
+           // Medusa: heads that are not a heads file, heads with another mode or a draft model
+           "--draft-heads " + testing::TwinPath("ar"),
+           "--spec lookup --draft-heads " + MedusaHeadsPathFor(testing::TwinPath("ar")),
+           "--spec medusa --draft-model " + testing::TwinPath("ar")}) {
     const auto r = RunUnmask(base + bad);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_NE(r.exit_code, -1) << bad;  // not a crash
     EXPECT_TRUE(r.out.empty()) << bad;
     EXPECT_FALSE(r.err.empty()) << bad;
   }
+}
+
+// --spec medusa finds the heads beside the model (MODEL.medusa.gguf) and gives the plain greedy
+// tokens; a model without heads beside it is a one-line error naming the file it looked for.
+TEST(ArCliTest, MedusaFindsTheHeadsBesideTheModelAndIsLossless) {
+  const std::string base = "generate -m " + testing::TwinPath("ar") +
+                           " -p 'Once upon a time' -n 40 -t 1 --temperature 0 --json";
+  const nlohmann::json plain = Json(RunUnmask(base));
+  const nlohmann::json medusa = Json(RunUnmask(base + " --spec medusa"));
+  EXPECT_EQ(medusa["output_ids"], plain["output_ids"]);
+  EXPECT_EQ(medusa["speculative"]["mode"], "medusa");
+  EXPECT_GT(medusa["speculative"]["drafted"].get<int64_t>(), 0);
+  EXPECT_EQ(medusa["speculative"]["draft_forwards"], 0);
+  EXPECT_LT(medusa["nfe"].get<int64_t>(), plain["nfe"].get<int64_t>());
+  // --draft-heads names the file (and implies --spec medusa).
+  const nlohmann::json named =
+      Json(RunUnmask(base + " --draft-heads " + MedusaHeadsPathFor(testing::TwinPath("ar"))));
+  EXPECT_EQ(named["output_ids"], plain["output_ids"]);
+  EXPECT_EQ(named["speculative"]["mode"], "medusa");
+  const auto none = RunUnmask("generate -m " + testing::TwinPath("ar-draft") +
+                              " -p Once -n 4 -t 1 --spec medusa");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("unmask-tinystories-ar-draft.medusa.gguf"), std::string::npos)
+      << none.err;
 }
 
 TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {

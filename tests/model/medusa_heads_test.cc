@@ -138,7 +138,21 @@ TEST(MedusaHeadsTest, PredictMatchesTheScalarReference) {
         EXPECT_EQ(got.token, want.token) << "trial " << trial << " head " << k;
         EXPECT_NEAR(got.prob, want.prob, 1e-5);
       }
+      // The chain (every head, one pass over the output projection) gives the same guesses.
+      std::vector<MedusaGuess> chain;
+      ASSERT_TRUE((*heads)->PredictChain(h, 2, scratch, &chain).ok());
+      ASSERT_EQ(chain.size(), 2u);
+      for (int32_t k = 0; k < 2; ++k) {
+        const MedusaGuess want = Reference(s, h, k);
+        EXPECT_EQ(chain[k].token, want.token) << "trial " << trial << " chain head " << k;
+        EXPECT_NEAR(chain[k].prob, want.prob, 1e-5);
+      }
     }
+    std::vector<MedusaGuess> chain;
+    EXPECT_EQ((*heads)->PredictChain(std::vector<float>(kHidden), 0, scratch, &chain).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ((*heads)->PredictChain(std::vector<float>(kHidden), 3, scratch, &chain).code(),
+              StatusCode::kInvalidArgument);
     MedusaGuess g;
     EXPECT_EQ((*heads)->Predict(std::vector<float>(kHidden), 2, scratch, &g).code(),
               StatusCode::kInvalidArgument);
