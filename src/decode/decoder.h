@@ -152,7 +152,9 @@ class Decoder {
   // Target features for a drafter that reads them (Drafter::uses_target_features; Medusa, EAGLE):
   // when true, the caller passes SetFeatures(rows) before each Update, `rows` [num_logit_rows,
   // feature_size] f32 the model's final hidden states of the plan's logit rows (after the output
-  // norm: Workspace::last_normed), valid until Update returns.
+  // norm: Workspace::last_normed), or [fed positions, feature_size] of every fed position when
+  // the plan asked for them (SequenceInput::all_features: Workspace::all_features), valid until
+  // Update returns.
   virtual bool wants_features() const { return false; }
   virtual void SetFeatures(const TensorView& rows) { (void)rows; }
 };

@@ -77,6 +77,7 @@ StatusOr<const BatchPlan*> ArDecoder::Plan() {
   const int64_t len = static_cast<int64_t>(tokens_.size());
   draft_.tokens.clear();
   draft_.q.clear();
+  draft_.parents.clear();
   if (drafter_ != nullptr) {
     // A step commits the accepted drafts plus one token: never draft past the budget or context.
     int64_t room = context_length_ - len - 1;
@@ -87,8 +88,10 @@ StatusOr<const BatchPlan*> ArDecoder::Plan() {
     if (max > 0) {
       UNMASK_RETURN_IF_ERROR(drafter_->Propose(tokens_, max, &draft_));
       if (static_cast<int64_t>(draft_.tokens.size()) > max) {
+        // A prefix of a tree is a tree: its parents come first.
         draft_.tokens.resize(static_cast<size_t>(max));
         draft_.q.resize(static_cast<size_t>(max));
+        if (!draft_.parents.empty()) draft_.parents.resize(static_cast<size_t>(max));
       }
     }
   }
@@ -98,6 +101,19 @@ StatusOr<const BatchPlan*> ArDecoder::Plan() {
   rows_.clear();
   for (int32_t r = first_row; r < static_cast<int32_t>(feed_.size()); ++r) rows_.push_back(r);
   plan_.sequences.assign(1, SequenceInput{feed_, static_cast<int32_t>(cached_), rows_, kv_seq_});
+  SequenceInput& seq = plan_.sequences[0];
+  tree_parents_.clear();
+  if (!draft_.parents.empty()) {
+    // The uncached tail is a chain; draft i hangs below its parent draft or the tail's last token.
+    for (int32_t i = 0; i <= first_row; ++i) tree_parents_.push_back(i - 1);
+    for (int32_t p : draft_.parents) tree_parents_.push_back(p < 0 ? first_row : first_row + 1 + p);
+    seq.tree_parents = tree_parents_;
+  }
+  seq.kv_keep = kv_keep_;  // the last tree step's accepted path, moved into place first
+  // The prefill gives a drafter that reads every prompt position's state all of them.
+  seq.all_features =
+      wants_features() && nfe_ == 0 && draft_.tokens.empty() && drafter_->wants_prompt_features();
+  all_features_ = seq.all_features;
   planned_ = true;
   return &plan_;
 }
@@ -163,6 +179,35 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
   const int64_t pos0 = cached_;
   const CounterRng rng(params_.sampling.seed);
   history_.assign(tokens_.begin(), tokens_.end());
+  kv_keep_.clear();  // applied by the forward just run
+  path_.clear();
+  if (!draft_.parents.empty()) {
+    VerifyTree(logits, rng, result);
+    const int64_t tail = static_cast<int64_t>(feed_.size()) - k;
+    // Cached now: the tail, and the accepted drafts once the next forward has moved their rows
+    // (written at pos0 + tail + draft index) into place.
+    cached_ = pos0 + tail + static_cast<int64_t>(path_.size());
+    for (int32_t j : path_) kv_keep_.push_back(static_cast<int32_t>(pos0 + tail + j));
+    feature_rows_.assign(1, 0);
+    for (int32_t j : path_) feature_rows_.push_back(1 + j);
+  } else {
+    VerifyChain(logits, rng, result);
+    cached_ = pos0 + static_cast<int64_t>(feed_.size()) - k + result->accepted;
+    feature_rows_.clear();
+    for (int64_t r = 0; r <= result->accepted; ++r)
+      feature_rows_.push_back(static_cast<int32_t>(r));
+  }
+  PassFeatures(rows, result);
+  if (drafter_ != nullptr) {
+    ++spec_.steps;
+    spec_.drafted += k;
+    spec_.accepted += result->accepted;
+  }
+  return Status::Ok();
+}
+
+void ArDecoder::VerifyChain(const TensorView& logits, const CounterRng& rng, ArStepResult* result) {
+  const int64_t k = static_cast<int64_t>(draft_.tokens.size());
   for (int64_t i = 0; i <= k; ++i) {
     const std::span<const float> row(logits.as<float>() + i * vocab_size_,
                                      static_cast<size_t>(vocab_size_));
@@ -208,29 +253,86 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
     Commit(t, row, result);
     break;
   }
-  // Cached now: every fed non-draft token and the accepted drafts.
-  cached_ = pos0 + static_cast<int64_t>(feed_.size()) - k + result->accepted;
-  // Row `accepted` gave the last committed token (the bonus or the correction token; a step that
-  // ended the generation on an accepted draft drafts nothing more): its hidden state drafts the
-  // next step.
-  if (wants_features()) {
-    const int64_t row = result->accepted;
-    const int64_t width = drafter_->feature_size();
-    if (features_.data != nullptr && features_.dtype == DType::kF32 &&
-        features_.shape.rank() == 2 && features_.shape[0] == rows && features_.shape[1] == width &&
-        row < rows && !result->tokens.empty()) {
-      drafter_->ObserveFeatures(
-          std::span<const float>(features_.as<float>() + row * width, static_cast<size_t>(width)),
-          static_cast<int64_t>(tokens_.size()));
+}
+
+void ArDecoder::VerifyTree(const TensorView& logits, const CounterRng& rng, ArStepResult* result) {
+  const int64_t k = static_cast<int64_t>(draft_.tokens.size());
+  int32_t node = -1;  // the last accepted draft (-1: the committed context)
+  int64_t row_index = 0;
+  for (;;) {
+    const std::span<const float> row(logits.as<float>() + row_index * vocab_size_,
+                                     static_cast<size_t>(vocab_size_));
+    const std::span<const float> sample_row = MaskedRow(row);
+    if (sample_row.empty()) {  // the grammar allows nothing more: end here
+      finish_ = ArFinish::kStopped;
+      return;
     }
-    features_ = TensorView{};
+    TokenDistribution p = sampler_.Distribution(sample_row, history_);
+    const uint32_t position = static_cast<uint32_t>(tokens_.size());
+    // The children of `node`, most likely first, each accepted with its probability under p
+    // renormalised over the children not yet rejected; a rejected child's probability is removed
+    // from p (EAGLE's multi-round speculative sampling with deterministic drafts). Greedy: p is a
+    // point mass, so the child equal to the target's argmax is accepted and no other.
+    int32_t accepted = -1;
+    uint32_t tried = 0;
+    for (int32_t j = node + 1; j < static_cast<int32_t>(k) && accepted < 0; ++j) {
+      if (draft_.parents[static_cast<size_t>(j)] != node) continue;
+      const int32_t d = draft_.tokens[static_cast<size_t>(j)];
+      const double pd = p.Prob(d);
+      const double u = rng.Uniform(RngStream::kSpecAccept, position, tried++, 0);
+      if (pd > 0 && u < pd) {
+        accepted = j;
+        break;
+      }
+      if (pd > 0) p = p.Without(d);
+    }
+    if (accepted >= 0) {
+      ++result->accepted;
+      path_.push_back(accepted);
+      const int32_t d = draft_.tokens[static_cast<size_t>(accepted)];
+      if (!Commit(d, row, result)) return;
+      history_.push_back(d);
+      node = accepted;
+      row_index = 1 + accepted;
+      continue;
+    }
+    // No child accepted (or none drafted): draw from what is left of p.
+    const int32_t t = p.ids.size() == 1
+                          ? p.ids[0]
+                          : p.Draw(rng.Uniform(RngStream::kSpecResidual, position, 0, 0));
+    Commit(t, row, result);
+    return;
   }
-  if (drafter_ != nullptr) {
-    ++spec_.steps;
-    spec_.drafted += k;
-    spec_.accepted += result->accepted;
+}
+
+void ArDecoder::PassFeatures(int64_t rows, const ArStepResult* result) {
+  if (!wants_features()) return;
+  const int64_t width = drafter_->feature_size();
+  const TensorView f = features_;
+  features_ = TensorView{};
+  if (f.data == nullptr || f.dtype != DType::kF32 || f.shape.rank() != 2 || f.shape[1] != width ||
+      result->tokens.empty()) {
+    return;  // no features this step: the drafter proposes nothing next
   }
-  return Status::Ok();
+  const float* h = f.as<float>();
+  if (all_features_) {
+    // The prefill's every position (SequenceInput::all_features): the rows before the one that
+    // gave the first token.
+    if (f.shape[0] != static_cast<int64_t>(feed_.size())) return;
+    drafter_->ObserveFeatures(std::span<const float>(h, static_cast<size_t>(f.shape[0] * width)),
+                              f.shape[0], static_cast<int64_t>(tokens_.size()));
+    return;
+  }
+  if (f.shape[0] != rows) return;
+  // The rows that gave the committed tokens, in order (a step that ended on an accepted draft
+  // committed no token from the last of them).
+  const auto n = std::min(feature_rows_.size(), result->tokens.size());
+  gathered_.resize(n * static_cast<size_t>(width));
+  for (size_t i = 0; i < n; ++i) {
+    std::copy_n(h + feature_rows_[i] * width, width, gathered_.data() + i * width);
+  }
+  drafter_->ObserveFeatures(gathered_, static_cast<int64_t>(n),
+                            static_cast<int64_t>(tokens_.size()));
 }
 
 }  // namespace unmask

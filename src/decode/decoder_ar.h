@@ -13,6 +13,19 @@
 // while they equal the argmax and the output is token-identical to plain greedy decoding.
 // Random numbers: u_i = Uniform(kSpecAccept, position), residual draws from kSpecResidual, plain
 // draws from kSampling, keyed by the token's absolute position.
+//
+// Tree verification (SpecInfer, Miao et al. 2024; Medusa; EAGLE-2, Li et al. 2024): a drafter may
+// propose a tree (DraftProposal::parents). The whole tree is fed in one target forward under a
+// tree attention mask (SequenceInput::tree_parents): each draft sees the context and its own
+// ancestors, at the position of its depth. The walk starts at the context: among the children of
+// the current node (most likely first), child c is accepted with probability p'(c), p' the
+// target's distribution with the children rejected so far removed and renormalised; an accepted
+// child's own row gives the next distribution; when no child is accepted a token is drawn from
+// p'. This is exact sampling from p for drafts chosen deterministically (EAGLE's rule); greedy
+// (p a point mass) accepts the child equal to the argmax, so the output is plain greedy decoding
+// token for token. The accepted path's K/V rows are moved into place by the next forward
+// (SequenceInput::kv_keep); the rejected branches' rows are dropped. Acceptance draws use
+// Uniform(kSpecAccept, position, sibling index).
 #ifndef UNMASK_DECODE_DECODER_AR_H_
 #define UNMASK_DECODE_DECODER_AR_H_
 
@@ -22,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/rng.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "decode/decoder.h"
@@ -44,11 +58,6 @@ struct ArParams {
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;  // OpenAI's limit
-
-// Longest draft: a verification then feeds at most 16 tokens, which the batch-1 kernels compute
-// row by row exactly as one-token forwards (ops/linear_cpu.cc, attention_cpu.cc), so greedy
-// speculative decoding stays token-identical to plain decoding.
-inline constexpr int32_t kMaxDraft = 15;
 
 // End-of-generation token ids (from the GGUF; -1 when absent).
 struct ArTokenIds {
@@ -136,6 +145,12 @@ class ArDecoder final : public Decoder {
   // The row the sampling chain sees: `row` itself, or a copy with the tokens the constraint
   // refuses at -inf. Empty when the constraint allows nothing.
   std::span<const float> MaskedRow(std::span<const float> row);
+  // The accept/reject walks of Update over a chain of drafts (Leviathan et al.) or a tree
+  // (draft_.parents; EAGLE's rule), committing the accepted drafts and one more token.
+  void VerifyChain(const TensorView& logits, const CounterRng& rng, ArStepResult* result);
+  void VerifyTree(const TensorView& logits, const CounterRng& rng, ArStepResult* result);
+  // Gives a feature-reading drafter the states of the rows that gave this step's tokens.
+  void PassFeatures(int64_t rows, const ArStepResult* result);
 
   ArParams params_;
   ArTokenIds ids_;
@@ -162,6 +177,12 @@ class ArDecoder final : public Decoder {
   std::unique_ptr<TokenConstraint> constraint_;
   std::vector<float> masked_;  // scratch: the constrained row
   TensorView features_;        // this step's target features (SetFeatures); data null when none
+  bool all_features_ = false;  // this step's plan asked for every fed position's state
+  std::vector<int32_t> tree_parents_;  // this step's tree over feed_ (empty: a chain)
+  std::vector<int32_t> path_;          // drafts accepted by the last tree verification
+  std::vector<int32_t> kv_keep_;       // their cache rows, moved into place by the next forward
+  std::vector<int32_t> feature_rows_;  // logit rows that gave the last step's tokens, in order
+  std::vector<float> gathered_;        // scratch: those rows' features
 };
 
 }  // namespace unmask

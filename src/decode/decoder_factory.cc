@@ -391,6 +391,14 @@ StatusOr<BuiltDecoder> MakeDecoder(const DecoderModel& model, std::span<const in
         }
         UNMASK_ASSIGN_OR_RETURN(lookup, MakeMedusaDrafter(o.medusa_heads, o.medusa));
         drafter = lookup.get();
+      } else if (drafter == nullptr && o.eagle_head != nullptr) {
+        if (o.eagle_base == nullptr || o.eagle_base->config().hidden_size != c.hidden_size ||
+            o.eagle_base->config().vocab_size != c.vocab_size) {
+          return InvalidArgumentError("EAGLE draft layer " + o.eagle_head->path() +
+                                      ": eagle_base must be the model the decoder runs on");
+        }
+        UNMASK_ASSIGN_OR_RETURN(lookup, MakeEagleDrafter(o.eagle_head, o.eagle_base, o.eagle));
+        drafter = lookup.get();
       } else if (drafter == nullptr && o.speculative_lookup) {
         UNMASK_ASSIGN_OR_RETURN(lookup, MakeLookupDrafter({1, o.lookup_ngram_max}));
         drafter = lookup.get();

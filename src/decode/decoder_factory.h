@@ -109,6 +109,12 @@ struct DecodeOptions {
   // owned by it; used when `drafter` is null.
   const MedusaHeads* medusa_heads = nullptr;
   MedusaDrafterParams medusa;
+  // AR: EAGLE drafting with this draft layer (not owned) over `eagle_base`, the target model the
+  // decoder runs on (its token embeddings feed the layer); a drafter per decoder owned by it;
+  // used when `drafter` and `medusa_heads` are null.
+  const EagleHead* eagle_head = nullptr;
+  const Model* eagle_base = nullptr;
+  EagleDrafterParams eagle;
   std::vector<GivenParam> given;  // explicitly set parameters (the kind and rule checks)
   bool refuse_unused = true;      // false: unused parameters are listed, not refused
   // true: the canvas is max_tokens rounded up to whole blocks and the text cut back (the server);

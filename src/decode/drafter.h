@@ -9,6 +9,8 @@
 //                    mask tokens, one (or a few) bidirectional forwards, the k tokens at once.
 //   MedusaDrafter    Medusa heads (model/medusa_heads.h) on the target's own final hidden state:
 //                    no draft-model forward at all.
+//   EagleDrafter     an EAGLE draft layer (model/eagle_head.h) over the target's features, with
+//                    EAGLE-2's dynamic draft tree (verified as a tree: decode/decoder_ar.h).
 #ifndef UNMASK_DECODE_DRAFTER_H_
 #define UNMASK_DECODE_DRAFTER_H_
 
@@ -19,18 +21,36 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/eagle_head.h"
 #include "model/medusa_heads.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 
 namespace unmask {
 
+// Longest draft (chain or tree): a verification then feeds at most 16 tokens, which the batch-1
+// kernels compute row by row exactly as one-token forwards (ops/linear_cpu.cc, attention_cpu.cc),
+// so greedy speculative decoding stays token-identical to plain decoding.
+inline constexpr int32_t kMaxDraft = 15;
+
 // Tokens proposed after the context, and the distribution each was drawn from (q in the
 // accept/reject rule). Greedy drafters give point masses.
+//
+// A tree (Medusa's and EAGLE-2's candidate trees; SpecInfer) instead of a chain: parents[i] is the
+// index of draft i's parent among the drafts (< i), or -1 for a child of the last committed
+// token. Siblings are tried in index order (most likely first). Tree drafts are deterministic
+// choices of the drafter (point masses): the verifier accepts a child with the target's
+// probability of it, renormalised over the siblings not yet rejected (EAGLE's multi-round rule),
+// which preserves the target distribution. Empty parents: a chain (parents[i] = i - 1).
 struct DraftProposal {
   std::vector<int32_t> tokens;
   std::vector<TokenDistribution> q;  // [tokens.size()]
+  std::vector<int32_t> parents;      // [tokens.size()] or empty (a chain)
 };
+
+// Errors: InvalidArgument unless parents is empty or a tree over the drafts (parents[i] in
+// [-1, i)).
+Status ValidateDraftTree(const DraftProposal& d);
 
 // Work done by a drafter, summed over its Propose calls. Times in ms.
 struct DrafterStats {
@@ -52,14 +72,20 @@ class Drafter {
   const DrafterStats& stats() const { return stats_; }
 
   // Drafters that read the target model's features (Medusa, EAGLE): after each verification the
-  // engine passes the target's final hidden state (after its output norm; [feature_size()]) at
-  // the position whose logits gave the last committed token, and `context_length`, the number of
-  // committed tokens it belongs to (ObserveFeatures). Such a drafter proposes only for that
-  // context. `h` is valid during the call only.
+  // decoder passes the target's final hidden states (after its output norm) and
+  // `context_length`, the number of committed tokens. h is [rows, feature_size()] row-major; row i
+  // is the state at position context_length - rows - 1 + i, whose logits gave the token at
+  // position context_length - rows + i: one row per token the step committed, or, after a prefill
+  // that asked for them (wants_prompt_features), one row per prompt position. Such a drafter
+  // proposes only for that context. `h` is valid during the call only.
   virtual bool uses_target_features() const { return false; }
   virtual int64_t feature_size() const { return 0; }
-  virtual void ObserveFeatures(std::span<const float> h, int64_t context_length) {
+  // The prefill should give every prompt position's state (EAGLE's draft layer reads them all),
+  // not only the last one.
+  virtual bool wants_prompt_features() const { return false; }
+  virtual void ObserveFeatures(std::span<const float> h, int64_t rows, int64_t context_length) {
     (void)h;
+    (void)rows;
     (void)context_length;
   }
 
@@ -71,6 +97,12 @@ class Drafter {
   void CountForward(const ForwardStats& fs);
   // Adds work done without a model forward (draft heads) to stats().
   void CountFlops(double flops) { stats_.flops += flops; }
+  // Adds one pass of a draft layer over `positions` rows (EAGLE) to stats().
+  void CountPass(int64_t positions, double flops) {
+    ++stats_.forwards;
+    stats_.positions += positions;
+    stats_.flops += flops;
+  }
 
  private:
   DrafterStats stats_;
@@ -117,6 +149,22 @@ struct MedusaDrafterParams {
 // Errors: InvalidArgument for null heads or p_min outside [0, 1].
 StatusOr<std::unique_ptr<Drafter>> MakeMedusaDrafter(const MedusaHeads* heads,
                                                      const MedusaDrafterParams& params);
+
+struct EagleDrafterParams {
+  // EAGLE-2's dynamic tree: `depth` levels, the `top_k` best nodes of a level expanded into
+  // `top_k` children each, and the `total_tokens` nodes of highest path probability verified.
+  // SGLang's defaults on a GPU are 5 / 4 / 8 (speculative_num_steps, eagle_topk,
+  // num_draft_tokens); a CPU pays for every verified node, so fewer pay off here.
+  int32_t depth = 4;
+  int32_t top_k = 2;
+  int32_t total_tokens = 6;
+};
+// Drafts with the EAGLE draft layer `head` (model/eagle_head.h) over the features of `base` (the
+// target; its token embeddings feed the layer). Neither is owned; both outlive the drafter.
+// Errors: InvalidArgument for null arguments, a layer of another hidden size, depth or top_k
+// outside [1, 16] or total_tokens outside [1, kMaxDraft].
+StatusOr<std::unique_ptr<Drafter>> MakeEagleDrafter(const EagleHead* head, const Model* base,
+                                                    const EagleDrafterParams& params);
 
 }  // namespace unmask
 

@@ -19,12 +19,14 @@ class MedusaDrafter final : public Drafter {
   std::string_view name() const override { return "medusa"; }
   bool uses_target_features() const override { return true; }
   int64_t feature_size() const override { return heads_->hidden_size(); }
-  void ObserveFeatures(std::span<const float> h, int64_t context_length) override {
-    if (static_cast<int64_t>(h.size()) != heads_->hidden_size()) {
+  void ObserveFeatures(std::span<const float> h, int64_t rows, int64_t context_length) override {
+    const int64_t width = heads_->hidden_size();
+    if (rows < 1 || static_cast<int64_t>(h.size()) != rows * width) {
       features_for_ = -1;
       return;
     }
-    h_.assign(h.begin(), h.end());
+    // The last row predicted the last committed token: the heads draft what follows it.
+    h_.assign(h.end() - width, h.end());
     features_for_ = context_length;
   }
 

@@ -57,23 +57,37 @@ Status StepBatch(const Model& model, std::span<StepSlot> slots, KvCache* kv, Ste
   }
   const auto decode_start = std::chrono::steady_clock::now();
   int64_t row = 0;
-  size_t k = 0;
+  int64_t position = 0;  // first fed position of the slot in the batch
+  size_t k = 0, seq = 0;
   for (StepSlot& s : slots) {
     if (!s.stepped) continue;
-    const int64_t n = buffers.rows[k++];
+    const int64_t n = buffers.rows[k];
     const TensorView mine{logits.as<float>() + row * vocab, DType::kF32, Shape{n, vocab}};
     row += n;
+    bool all_features = false;
+    int64_t fed = 0;
+    for (int64_t i = 0; i < buffers.sequences[k]; ++i) {
+      const SequenceInput& in = batch.sequences[seq + static_cast<size_t>(i)];
+      all_features = all_features || in.all_features;
+      fed += static_cast<int64_t>(in.tokens.size());
+    }
+    seq += static_cast<size_t>(buffers.sequences[k]);
+    ++k;
     if (s.decoder->wants_features()) {
-      // The final hidden states of this slot's logit rows (Model::Forward leaves them in the
-      // workspace; a model that does not gives the drafter nothing and it proposes nothing).
-      const Tensor& h = buffers.ws.last_normed;
-      if (h.shape().rank() == 2 && h.shape()[0] >= row &&
+      // The final hidden states of this slot's logit rows, or of every position it fed when it
+      // asked for them all (Model::Forward leaves them in the workspace; a model that does not
+      // gives the drafter nothing and it proposes nothing).
+      const Tensor& h = all_features ? buffers.ws.all_features : buffers.ws.last_normed;
+      const int64_t first = all_features ? position : row - n;
+      const int64_t count = all_features ? fed : n;
+      if (h.shape().rank() == 2 && h.shape()[0] >= first + count &&
           h.shape()[1] == model.config().hidden_size) {
         const int64_t width = h.shape()[1];
         s.decoder->SetFeatures(
-            TensorView{h.as<float>() + (row - n) * width, DType::kF32, Shape{n, width}});
+            TensorView{h.as<float>() + first * width, DType::kF32, Shape{count, width}});
       }
     }
+    position += fed;
     const int64_t step = s.decoder->nfe();
     const Status us = s.decoder->Update(mine, &s.result);
     if (!us.ok()) {

@@ -95,6 +95,43 @@ float* KvCache::Values(int64_t seq, int64_t layer) {
   return s.values.data() + layer * s.capacity * config_.kv_dim;
 }
 
+Status KvCache::CheckMoveRows(int64_t seq, std::span<const int32_t> from, int64_t to0) const {
+  if (seq < 0 || seq >= config_.num_sequences) {
+    return OutOfRangeError("KV cache has " + std::to_string(config_.num_sequences) +
+                           " sequences, got sequence " + std::to_string(seq));
+  }
+  const int64_t length = seqs_[static_cast<size_t>(seq)].length;
+  if (to0 < 0) return InvalidArgumentError("KV row move to a negative row " + std::to_string(to0));
+  for (size_t j = 0; j < from.size(); ++j) {
+    const int64_t src = from[j], dst = to0 + static_cast<int64_t>(j);
+    if (src < 0 || src >= length) {
+      return OutOfRangeError("KV cache sequence " + std::to_string(seq) + " holds " +
+                             std::to_string(length) + " rows; cannot move row " +
+                             std::to_string(src));
+    }
+    if (src < dst || (j > 0 && src <= from[j - 1])) {
+      return InvalidArgumentError("KV row moves must be ascending and move rows down (row " +
+                                  std::to_string(src) + " to row " + std::to_string(dst) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+void KvCache::MoveRows(int64_t seq, std::span<const int32_t> from, int64_t to0) {
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  const int64_t d = config_.kv_dim;
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    float* keys = s.keys.data() + l * s.capacity * d;
+    float* values = s.values.data() + l * s.capacity * d;
+    for (size_t j = 0; j < from.size(); ++j) {
+      const int64_t src = from[j], dst = to0 + static_cast<int64_t>(j);
+      if (src == dst) continue;
+      std::copy_n(keys + src * d, d, keys + dst * d);
+      std::copy_n(values + src * d, d, values + dst * d);
+    }
+  }
+}
+
 void KvCache::Clear(int64_t seq) { seqs_[static_cast<size_t>(seq)].length = 0; }
 
 void KvCache::Truncate(int64_t seq, int64_t length) {

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -68,6 +69,13 @@ class KvCache {
   // model writes rows [pos0, pos0 + n) and reads all of them.
   float* Keys(int64_t seq, int64_t layer);
   float* Values(int64_t seq, int64_t layer);
+  // Speculative tree verification keeps the accepted path: copies rows from[j] to row to0 + j of
+  // `seq` in every layer, for j in order (from ascending with from[j] >= to0 + j, so no row is
+  // read after it was overwritten); the length is unchanged. Checked by CheckMoveRows.
+  void MoveRows(int64_t seq, std::span<const int32_t> from, int64_t to0);
+  // Errors: OutOfRange for an unknown sequence or a row outside [0, length(seq));
+  // InvalidArgument when from is not ascending or from[j] < to0 + j (or to0 < 0).
+  Status CheckMoveRows(int64_t seq, std::span<const int32_t> from, int64_t to0) const;
   // Forgets everything of `seq` (length 0; memory kept for reuse).
   void Clear(int64_t seq);
   // Drops positions >= length of `seq` (no-op when already shorter).

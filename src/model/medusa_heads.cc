@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "model/draft_file.h"
 #include "model/gguf_tensors.h"
 
 namespace unmask {
@@ -15,19 +15,6 @@ namespace {
 
 constexpr int64_t kMaxHeads = 15;   // the chain verifier's longest draft (decode/decoder_ar.h)
 constexpr int64_t kMaxLayers = 16;  // residual blocks per head; Medusa uses 1
-
-// The integer `key` of `f`, in [lo, hi]; errors name the file and the key.
-StatusOr<int64_t> GetBounded(const gguf::GgufFile& f, const std::string& key, int64_t lo,
-                             int64_t hi) {
-  auto v = f.GetInt(key);
-  if (!v.ok()) return v.status().WithContext(f.path());
-  if (*v < lo || *v > hi) {
-    return InvalidArgumentError(f.path() + ": " + key + " = " + std::to_string(*v) +
-                                ", expected a value in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "]");
-  }
-  return *v;
-}
 
 }  // namespace
 
@@ -49,11 +36,12 @@ StatusOr<std::unique_ptr<MedusaHeads>> MedusaHeads::FromFile(std::unique_ptr<ggu
   }
   auto heads = std::unique_ptr<MedusaHeads>(new MedusaHeads());
   heads->path_ = f.path();
-  UNMASK_ASSIGN_OR_RETURN(const int64_t k, GetBounded(f, "medusa.head_count", 1, kMaxHeads));
-  UNMASK_ASSIGN_OR_RETURN(const int64_t layers, GetBounded(f, "medusa.layer_count", 1, kMaxLayers));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t k, GetBoundedInt(f, "medusa.head_count", 1, kMaxHeads));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t layers,
+                          GetBoundedInt(f, "medusa.layer_count", 1, kMaxLayers));
   UNMASK_ASSIGN_OR_RETURN(const int64_t hidden,
-                          GetBounded(f, "medusa.embedding_length", 1, 1 << 20));
-  UNMASK_ASSIGN_OR_RETURN(const int64_t vocab, GetBounded(f, "medusa.vocab_size", 1, 1 << 30));
+                          GetBoundedInt(f, "medusa.embedding_length", 1, 1 << 20));
+  UNMASK_ASSIGN_OR_RETURN(const int64_t vocab, GetBoundedInt(f, "medusa.vocab_size", 1, 1 << 30));
   if (hidden != base.hidden_size) {
     return InvalidArgumentError(f.path() + ": medusa.embedding_length = " + std::to_string(hidden) +
                                 " but the base model's hidden size is " +
@@ -65,29 +53,7 @@ StatusOr<std::unique_ptr<MedusaHeads>> MedusaHeads::FromFile(std::unique_ptr<ggu
                                 std::to_string(base.vocab_size) +
                                 " tokens (heads of another model?)");
   }
-  if (f.Find("medusa.draft_vocab") != nullptr) {
-    auto ids = f.GetIntArray("medusa.draft_vocab");
-    if (!ids.ok()) return ids.status().WithContext(f.path());
-    if (ids->empty()) {
-      return InvalidArgumentError(f.path() + ": medusa.draft_vocab is empty");
-    }
-    std::set<int64_t> seen;
-    for (int64_t id : *ids) {
-      if (id < 0 || id >= vocab) {
-        return InvalidArgumentError(f.path() + ": medusa.draft_vocab holds id " +
-                                    std::to_string(id) + ", outside the vocabulary [0, " +
-                                    std::to_string(vocab) + ")");
-      }
-      if (!seen.insert(id).second) {
-        return InvalidArgumentError(f.path() + ": medusa.draft_vocab repeats id " +
-                                    std::to_string(id));
-      }
-      heads->draft_ids_.push_back(static_cast<int32_t>(id));
-    }
-  } else {
-    heads->draft_ids_.resize(static_cast<size_t>(vocab));
-    for (int64_t i = 0; i < vocab; ++i) heads->draft_ids_[static_cast<size_t>(i)] = int32_t(i);
-  }
+  UNMASK_ASSIGN_OR_RETURN(heads->draft_ids_, ReadDraftVocab(f, "medusa.draft_vocab", vocab));
   const int64_t n_draft = static_cast<int64_t>(heads->draft_ids_.size());
   heads->hidden_ = hidden;
   heads->layers_ = static_cast<int32_t>(layers);
@@ -172,27 +138,15 @@ Status MedusaHeads::Run(std::span<const float> h, int32_t k0, int32_t n, MedusaS
   for (size_t i = 0; i < rows; ++i) {
     // Greedy guess and its softmax probability (max-subtracted; the first maximum wins ties, as
     // the base model's greedy choice does).
-    const float* l = scratch.logits.data() + i * v;
-    size_t best = 0;
-    for (size_t j = 1; j < v; ++j) {
-      if (l[j] > l[best]) best = j;
-    }
-    double z = 0;
-    for (size_t j = 0; j < v; ++j) z += std::exp(static_cast<double>(l[j] - l[best]));
-    out[i].token = draft_ids_[best];
-    out[i].prob = std::isfinite(z) && z > 0 ? 1.0 / z : 0.0;
+    const ArgMaxProb g = ArgMaxWithProb(std::span<const float>(scratch.logits.data() + i * v, v));
+    out[i].token = draft_ids_[static_cast<size_t>(g.index)];
+    out[i].prob = g.prob;
   }
   return Status::Ok();
 }
 
 std::string MedusaHeadsPathFor(const std::string& model_path) {
-  std::string p = model_path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  const std::string ext = ".gguf";
-  if (p.size() > ext.size() && p.compare(p.size() - ext.size(), ext.size(), ext) == 0) {
-    return p.substr(0, p.size() - ext.size()) + ".medusa.gguf";
-  }
-  return p + "/medusa.gguf";
+  return DraftFilePathFor(model_path, "medusa");
 }
 
 }  // namespace unmask

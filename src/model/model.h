@@ -37,6 +37,23 @@ struct SequenceInput {
   // its mask from the block_length it decodes with, which may differ from the trained
   // diffusion.block_length); 0 = ModelConfig::block_length. Ignored by other kinds.
   int32_t block_length = 0;
+  // Speculative tree verification (causal models with a KV cache; decode/decoder_ar.h): the fed
+  // tokens form a tree. tree_parents[i] is the index among `tokens` of token i's parent (< i), or
+  // -1 when token i follows the cached prefix [0, pos0) directly. Token i sits at position
+  // pos0 + depth(i) (depth 0 for a parent of -1) and attends to the prefix, its ancestors and
+  // itself (AttentionMask::kTree). Its keys and values are written to cache row pos0 + i, which is
+  // not its position once the tree branches: the next plan's kv_keep moves the accepted path's
+  // rows into place. Empty: a chain (the ordinary causal forward).
+  std::span<const int32_t> tree_parents = {};
+  // Applied before this forward (with kv_seq >= 0): cache rows kv_keep[j] move to rows
+  // pos0 - kv_keep.size() + j (ascending, each row at or after its destination; see
+  // KvCache::MoveRows). The accepted path of the previous tree verification.
+  std::span<const int32_t> kv_keep = {};
+  // Keep the final hidden state (after the output norm) of EVERY fed position in
+  // Workspace::all_features, not only of the logit rows: an EAGLE drafter reads the prompt's
+  // features after the prefill. The logit rows are computed exactly as without it (the last
+  // layer runs a second time over all rows).
+  bool all_features = false;
 };
 
 struct BatchPlan {
@@ -54,18 +71,21 @@ class Workspace {
   void Reserve(const ModelConfig& config, int64_t num_positions, int64_t num_logit_rows);
   int64_t capacity() const { return capacity_; }
 
-  Tensor hidden;       // [positions, hidden]        residual stream
-  Tensor normed;       // [positions, hidden]        RMSNorm output
-  Tensor q;            // [positions, heads * head_dim]
-  Tensor k;            // [positions, kv_heads * head_dim]
-  Tensor v;            // [positions, kv_heads * head_dim]
-  Tensor attn;         // [positions, heads * head_dim]
-  Tensor proj;         // [positions, hidden]        attention / FFN output projection
-  Tensor gate_up;      // [positions, 2 * ffn]
-  Tensor ffn;          // [positions, ffn]
-  Tensor last_hidden;  // [logit rows, hidden]     rows kept for the last layer and logits
-  Tensor last_normed;  // [logit rows, hidden]     after Forward: the output norm's rows, i.e.
-                       // the input of the output projection (Medusa / EAGLE features)
+  Tensor hidden;        // [positions, hidden]        residual stream
+  Tensor normed;        // [positions, hidden]        RMSNorm output
+  Tensor q;             // [positions, heads * head_dim]
+  Tensor k;             // [positions, kv_heads * head_dim]
+  Tensor v;             // [positions, kv_heads * head_dim]
+  Tensor attn;          // [positions, heads * head_dim]
+  Tensor proj;          // [positions, hidden]        attention / FFN output projection
+  Tensor gate_up;       // [positions, 2 * ffn]
+  Tensor ffn;           // [positions, ffn]
+  Tensor last_hidden;   // [logit rows, hidden]     rows kept for the last layer and logits
+  Tensor last_normed;   // [logit rows, hidden]     after Forward: the output norm's rows, i.e.
+                        // the input of the output projection (Medusa / EAGLE features)
+  Tensor all_features;  // [positions, hidden]    after a Forward with SequenceInput::all_features:
+                        // the output norm's rows of every fed position (rows of the other
+                        // sequences unspecified)
   // Mixture-of-experts layers (ModelConfig::is_moe), for n rows and top_k slots per row:
   Tensor moe_logits;                  // [n, experts]              router logits
   Tensor moe_x;                       // [n * top_k, hidden]       rows gathered by expert
@@ -131,6 +151,14 @@ class Model {
   // A KV cache shaped for this model: `num_sequences` slots of up to context_length positions.
   StatusOr<KvCache> MakeKvCache(int64_t num_sequences) const;
 
+  // The token embedding rows of `ids` into `out` [ids.size(), hidden] f32: an EAGLE draft layer
+  // reads its target's embeddings (model/eagle_head.h). Errors: InvalidArgument for an id
+  // outside the vocabulary or `out` of another shape; Unimplemented for a model without a table.
+  virtual Status EmbedTokens(std::span<const int32_t> ids, TensorView out) const {
+    (void)ids;
+    (void)out;
+    return UnimplementedError("this model has no token embedding table");
+  }
   // Bytes of weights resident in memory (packed copies plus mmap'd data in use).
   virtual size_t weight_bytes() const = 0;
   // The number type of the projections' products (the packed weights' compute type; f32 for

@@ -185,6 +185,17 @@ StatusOr<std::unique_ptr<TransformerModel>> TransformerModel::Create(
   return m;
 }
 
+Status TransformerModel::EmbedTokens(std::span<const int32_t> ids, TensorView out) const {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= config_.vocab_size) {
+      return InvalidArgumentError("token id " + std::to_string(id) +
+                                  " is outside the vocabulary [0, " +
+                                  std::to_string(config_.vocab_size) + ")");
+    }
+  }
+  return GetRows(token_embd_, ids, out);
+}
+
 Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
                                       const TensorView& logits) const {
   const ModelConfig& c = config_;
@@ -226,6 +237,34 @@ Status TransformerModel::ValidatePlan(const BatchPlan& plan, const KvCache* kv,
       return InvalidArgumentError(where + ": kv_seq must be -1 or a cache sequence");
     } else if (seq.kv_replace) {
       return InvalidArgumentError(where + ": kv_replace needs a KV cache sequence (kv_seq)");
+    }
+    if (!seq.tree_parents.empty()) {
+      if (seq.kv_seq < 0 || seq.kv_replace || c.attention != AttentionKind::kCausal) {
+        return InvalidArgumentError(where +
+                                    ": a token tree needs a causal model, a KV cache sequence "
+                                    "and no kv_replace");
+      }
+      if (seq.tree_parents.size() != seq.tokens.size()) {
+        return InvalidArgumentError(where + ": " + std::to_string(seq.tree_parents.size()) +
+                                    " tree parents for " + std::to_string(n) + " tokens");
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t parent = seq.tree_parents[static_cast<size_t>(i)];
+        if (parent < -1 || parent >= i) {
+          return InvalidArgumentError(where + ": tree parent " + std::to_string(parent) +
+                                      " of token " + std::to_string(i) +
+                                      " (must be -1 or an earlier token)");
+        }
+      }
+    }
+    if (!seq.kv_keep.empty()) {
+      if (seq.kv_seq < 0 || seq.kv_replace) {
+        return InvalidArgumentError(where +
+                                    ": kv_keep needs a KV cache sequence and no kv_replace");
+      }
+      const Status moves = kv->CheckMoveRows(seq.kv_seq, seq.kv_keep,
+                                             seq.pos0 - static_cast<int64_t>(seq.kv_keep.size()));
+      if (!moves.ok()) return moves.WithContext(where + ": kv_keep");
     }
     if (seq.block_length < 0) {
       return InvalidArgumentError(where + ": block_length must be >= 0");
@@ -296,6 +335,11 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
       writes.push_back(w);
     }
   }
+  for (const SequenceInput& seq : plan.sequences) {  // the accepted path of a tree, into place
+    if (!seq.kv_keep.empty()) {
+      kv->MoveRows(seq.kv_seq, seq.kv_keep, seq.pos0 - static_cast<int64_t>(seq.kv_keep.size()));
+    }
+  }
   for (const KvWrite& w : writes) kv->Apply(w);
   ws.Reserve(c, total, num_rows);
   int64_t max_position = 0;
@@ -319,11 +363,17 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
   for (const SequenceInput& seq : plan.sequences) {
     offsets.push_back(static_cast<int64_t>(ids.size()));
     row_offsets.push_back(static_cast<int64_t>(row_positions.size()));
+    const size_t first = positions.size();
     for (size_t i = 0; i < seq.tokens.size(); ++i) {
       ids.push_back(seq.tokens[i]);
-      positions.push_back(seq.pos0 + static_cast<int32_t>(i));
+      // A tree token sits one position after its parent (the prefix's end for -1).
+      const int32_t parent =
+          seq.tree_parents.empty() ? static_cast<int32_t>(i) - 1 : seq.tree_parents[i];
+      positions.push_back(parent < 0 ? seq.pos0
+                                     : positions[first + static_cast<size_t>(parent)] + 1);
     }
-    for (int32_t r : seq.logit_rows) row_positions.push_back(seq.pos0 + r);
+    for (int32_t r : seq.logit_rows)
+      row_positions.push_back(positions[first + static_cast<size_t>(r)]);
   }
 
   const bool bidirectional = c.attention == AttentionKind::kBidirectional;
@@ -351,34 +401,13 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
 
   const int64_t kv_dim = hkv * c.head_dim;
   ForwardStats moe;  // the MoE counters
-  for (int64_t l = 0; l < c.num_layers; ++l) {
+  // Everything of layer l after its keys and values are cached: queries, attention, output
+  // projection and FFN, over every position or (prune) the logit rows only; count: add the MoE
+  // counters to the forward's.
+  auto layer_rest = [&](int64_t l, bool prune, bool count) -> Status {
     const TransformerLayer& L = layers_[static_cast<size_t>(l)];
-    // The last layer only needs queries (and everything after attention) at the logit rows; keys
-    // and values are needed (and cached) everywhere.
-    const bool prune = l == c.num_layers - 1;
-    const TensorView attn_norm{const_cast<float*>(L.attn_norm.data()), DType::kF32,
-                               Shape{c.hidden_size}};
     const TensorView ffn_norm{const_cast<float*>(L.ffn_norm.data()), DType::kF32,
                               Shape{c.hidden_size}};
-    UNMASK_RETURN_IF_ERROR(
-        RmsNorm(Rows(ws.hidden, 0, total), attn_norm, c.rms_eps, Rows(ws.normed, 0, total)));
-    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wk, Rows(ws.k, 0, total)));
-    AddBias(ws.k.as<float>(), total, L.bk);
-    UNMASK_RETURN_IF_ERROR(HeadNorm(ws.k, total, hkv, L.k_norm, c.rms_eps));
-    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
-    AddBias(ws.v.as<float>(), total, L.bv);
-    UNMASK_RETURN_IF_ERROR(
-        ApplyRope(Heads(ws.k, 0, total, hkv), positions, ws.rope, c.rope_layout));
-    for (size_t s = 0; s < plan.sequences.size(); ++s) {
-      const SequenceInput& seq = plan.sequences[s];
-      if (seq.kv_seq < 0) continue;
-      const size_t len = seq.tokens.size() * static_cast<size_t>(kv_dim);
-      std::copy_n(ws.k.as<float>() + offsets[s] * kv_dim, len,
-                  kv->Keys(seq.kv_seq, l) + seq.pos0 * kv_dim);
-      std::copy_n(ws.v.as<float>() + offsets[s] * kv_dim, len,
-                  kv->Values(seq.kv_seq, l) + seq.pos0 * kv_dim);
-    }
-
     // The rows that continue through this layer: all positions, or the logit rows when pruning.
     const Tensor& resid = prune ? ws.last_hidden : ws.hidden;
     const Tensor& normed = prune ? ws.last_normed : ws.normed;
@@ -415,6 +444,12 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
         AttentionParams p = attn_params;
         p.q_pos0 = key_base + a;
         if (seq.block_length > 0) p.block_length = seq.block_length;
+        if (!seq.tree_parents.empty()) {
+          p.mask = AttentionMask::kTree;
+          p.q_pos0 = key_base;  // the cached prefix; the fed tokens are the tree's nodes
+          p.tree_parents = seq.tree_parents;
+          p.tree_q0 = a;
+        }
         return Attention(Heads(ws.q, q_row, b - a, h), keys, values, p,
                          Heads(ws.attn, q_row, b - a, h));
       };
@@ -433,7 +468,7 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
         i = j;
       }
     }
-    if (n == 0) continue;
+    if (n == 0) return Status::Ok();
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.attn, 0, n), L.wo, Rows(ws.proj, 0, n)));
     UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
     UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(resid, 0, n), ffn_norm, c.rms_eps, Rows(normed, 0, n)));
@@ -446,20 +481,65 @@ Status TransformerModel::Forward(const BatchPlan& plan, KvCache* kv, Workspace& 
               .WithContext("layer " + std::to_string(l) + " (blk." + std::to_string(l) +
                            ".ffn_gate_inp)"));
       UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
-      ++moe.moe_layers;
-      moe.experts_hit += counters.experts_hit;
-      moe.expert_rows += counters.expert_rows;
-      continue;
+      if (count) {
+        ++moe.moe_layers;
+        moe.experts_hit += counters.experts_hit;
+        moe.expert_rows += counters.expert_rows;
+      }
+      return Status::Ok();
     }
     UNMASK_RETURN_IF_ERROR(Linear(Rows(normed, 0, n), L.gate_up, Rows(ws.gate_up, 0, n)));
     UNMASK_RETURN_IF_ERROR(SwiGlu(Rows(ws.gate_up, 0, n), Rows(ws.ffn, 0, n)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.ffn, 0, n), L.down, Rows(ws.proj, 0, n)));
     UNMASK_RETURN_IF_ERROR(AddInPlace(Rows(resid, 0, n), Rows(ws.proj, 0, n)));
+    return Status::Ok();
+  };
+
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const TransformerLayer& L = layers_[static_cast<size_t>(l)];
+    // The last layer only needs queries (and everything after attention) at the logit rows; keys
+    // and values are needed (and cached) everywhere.
+    const bool prune = l == c.num_layers - 1;
+    const TensorView attn_norm{const_cast<float*>(L.attn_norm.data()), DType::kF32,
+                               Shape{c.hidden_size}};
+    UNMASK_RETURN_IF_ERROR(
+        RmsNorm(Rows(ws.hidden, 0, total), attn_norm, c.rms_eps, Rows(ws.normed, 0, total)));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wk, Rows(ws.k, 0, total)));
+    AddBias(ws.k.as<float>(), total, L.bk);
+    UNMASK_RETURN_IF_ERROR(HeadNorm(ws.k, total, hkv, L.k_norm, c.rms_eps));
+    UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.normed, 0, total), L.wv, Rows(ws.v, 0, total)));
+    AddBias(ws.v.as<float>(), total, L.bv);
+    UNMASK_RETURN_IF_ERROR(
+        ApplyRope(Heads(ws.k, 0, total, hkv), positions, ws.rope, c.rope_layout));
+    for (size_t s = 0; s < plan.sequences.size(); ++s) {
+      const SequenceInput& seq = plan.sequences[s];
+      if (seq.kv_seq < 0) continue;
+      const size_t len = seq.tokens.size() * static_cast<size_t>(kv_dim);
+      std::copy_n(ws.k.as<float>() + offsets[s] * kv_dim, len,
+                  kv->Keys(seq.kv_seq, l) + seq.pos0 * kv_dim);
+      std::copy_n(ws.v.as<float>() + offsets[s] * kv_dim, len,
+                  kv->Values(seq.kv_seq, l) + seq.pos0 * kv_dim);
+    }
+
+    UNMASK_RETURN_IF_ERROR(layer_rest(l, prune, true));
   }
 
+  const TensorView out_norm{const_cast<float*>(output_norm_.data()), DType::kF32,
+                            Shape{c.hidden_size}};
+  if (std::any_of(plan.sequences.begin(), plan.sequences.end(),
+                  [](const SequenceInput& seq) { return seq.all_features; })) {
+    // The last layer once more over every position (the pruned pass above left its input in
+    // ws.hidden and ws.normed), then the output norm of every row: the logit rows keep the values
+    // of the pruned pass, so asking for features never changes a token.
+    UNMASK_RETURN_IF_ERROR(layer_rest(c.num_layers - 1, /*prune=*/false, /*count=*/false));
+    if (ws.all_features.shape().rank() != 2 || ws.all_features.shape()[0] < total ||
+        ws.all_features.shape()[1] != c.hidden_size) {
+      ws.all_features = Tensor(DType::kF32, {total, c.hidden_size});
+    }
+    UNMASK_RETURN_IF_ERROR(
+        RmsNorm(Rows(ws.hidden, 0, total), out_norm, c.rms_eps, Rows(ws.all_features, 0, total)));
+  }
   if (num_rows > 0) {
-    const TensorView out_norm{const_cast<float*>(output_norm_.data()), DType::kF32,
-                              Shape{c.hidden_size}};
     UNMASK_RETURN_IF_ERROR(RmsNorm(Rows(ws.last_hidden, 0, num_rows), out_norm, c.rms_eps,
                                    Rows(ws.last_normed, 0, num_rows)));
     UNMASK_RETURN_IF_ERROR(Linear(Rows(ws.last_normed, 0, num_rows), output_, logits));

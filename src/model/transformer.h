@@ -68,6 +68,7 @@ class TransformerModel final : public Model {
                  ForwardStats* stats) const override;
   size_t weight_bytes() const override { return weight_bytes_; }
   ComputeType compute() const override { return compute_; }
+  Status EmbedTokens(std::span<const int32_t> ids, TensorView out) const override;
 
  private:
   TransformerModel() = default;

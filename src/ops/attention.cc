@@ -45,7 +45,7 @@ Status Attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                 std::to_string(t) + " queries");
   }
   if (params.mask != AttentionMask::kNone && params.mask != AttentionMask::kCausal &&
-      params.mask != AttentionMask::kBlockCausal) {
+      params.mask != AttentionMask::kBlockCausal && params.mask != AttentionMask::kTree) {
     return InvalidArgumentError("Attention: unknown AttentionMask value " +
                                 std::to_string(static_cast<int>(params.mask)));
   }
@@ -58,6 +58,27 @@ Status Attention(const TensorView& q, const TensorView& k, const TensorView& v,
         "Attention: block_length must be >= 1 for block-causal attention, "
         "got " +
         std::to_string(params.block_length));
+  }
+  if (params.mask == AttentionMask::kTree) {
+    const auto nodes = static_cast<int64_t>(params.tree_parents.size());
+    if (params.tree_q0 < 0 || params.tree_q0 + t > nodes) {
+      return InvalidArgumentError("Attention: tree queries are nodes [" +
+                                  std::to_string(params.tree_q0) + ", " +
+                                  std::to_string(params.tree_q0 + t) + ") of a tree of " +
+                                  std::to_string(nodes) + " nodes");
+    }
+    if (params.q_pos0 + nodes > s) {
+      return InvalidArgumentError("Attention: a tree of " + std::to_string(nodes) +
+                                  " nodes after " + std::to_string(params.q_pos0) +
+                                  " prefix keys needs that many keys, got " + Describe("k", k));
+    }
+    for (int64_t r = 0; r < nodes; ++r) {
+      const int32_t parent = params.tree_parents[static_cast<size_t>(r)];
+      if (parent < -1 || parent >= r) {
+        return InvalidArgumentError("Attention: tree node " + std::to_string(r) + " has parent " +
+                                    std::to_string(parent) + " (must be -1 or an earlier node)");
+      }
+    }
   }
   if (!std::isfinite(params.scale)) {
     return InvalidArgumentError("Attention: scale must be finite, got " +

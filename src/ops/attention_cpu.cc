@@ -87,6 +87,36 @@ void BlockDirect(const Problem& p, int64_t h, int64_t t0, int64_t t1) {
   }
 }
 
+// Queries [t0, t1) of head h under a tree mask (AttentionMask::kTree): each query sees the prefix
+// keys [0, q_pos0) and its tree keys, and is computed with BlockDirect's arithmetic in key order,
+// so a chain of nodes gives bit for bit what the causal mask gives.
+void BlockTree(const Problem& p, int64_t h, int64_t t0, int64_t t1) {
+  const int64_t kv_h = h / p.group();
+  const int64_t d = p.head_dim;
+  const int64_t prefix = p.params.q_pos0;
+  std::vector<float>& scores = ThreadScratch();
+  if (scores.size() < static_cast<size_t>(p.s)) scores.resize(static_cast<size_t>(p.s));
+  float* sc = scores.data();
+  thread_local std::vector<int64_t> tree;
+  for (int64_t i = t0; i < t1; ++i) {
+    TreeKeys(p.params, p.params.tree_q0 + i, &tree);
+    const float* qi = p.q + i * p.q_stride() + h * d;
+    const int64_t visible = prefix + static_cast<int64_t>(tree.size());
+    auto key = [&](int64_t j) { return j < prefix ? j : tree[static_cast<size_t>(j - prefix)]; };
+    for (int64_t j = 0; j < visible; ++j) {
+      sc[j] = p.scale * Dot(qi, p.k + key(j) * p.kv_stride() + kv_h * d, d);
+    }
+    SoftmaxRow(sc, visible);
+    float* oi = p.out + i * p.q_stride() + h * d;
+    std::fill(oi, oi + d, 0.0f);
+    for (int64_t j = 0; j < visible; ++j) {
+      const float w = sc[j];
+      const float* vj = p.v + key(j) * p.kv_stride() + kv_h * d;
+      for (int64_t c = 0; c < d; ++c) oi[c] += w * vj[c];  // auto-vectorized
+    }
+  }
+}
+
 }  // namespace
 
 void AttentionF32(const float* q, const float* k, const float* v, int64_t t, int64_t s,
@@ -97,7 +127,9 @@ void AttentionF32(const float* q, const float* k, const float* v, int64_t t, int
   // verification) always take the direct loops, which compute each query on its own: a query's
   // output then does not depend on how many queries share the call, so verifying drafts in one
   // forward reproduces token-by-token decoding exactly.
-  const bool direct = t <= kDirectMaxQueries || t * s * head_dim <= kDirectMaxWork;
+  // Tree masks (speculative verification) always take the direct loops too (BlockTree).
+  const bool direct = t <= kDirectMaxQueries || t * s * head_dim <= kDirectMaxWork ||
+                      params.mask == AttentionMask::kTree;
   // Equal query blocks of at most kMaxQueryBlock rows (160 -> 2 x 80, not 128 + 32).
   const int64_t num_blocks = (t + kMaxQueryBlock - 1) / kMaxQueryBlock;
   const int64_t block = (t + num_blocks - 1) / num_blocks;
@@ -109,7 +141,9 @@ void AttentionF32(const float* q, const float* k, const float* v, int64_t t, int
     const int64_t b = num_blocks - 1 - item / num_heads;
     const int64_t t0 = b * block;
     const int64_t t1 = std::min(t, t0 + block);
-    if (direct) {
+    if (params.mask == AttentionMask::kTree) {
+      BlockTree(p, h, t0, t1);
+    } else if (direct) {
       BlockDirect(p, h, t0, t1);
     } else {
       BlockWithGemm(p, h, t0, t1);

@@ -48,6 +48,20 @@ int32_t TokenDistribution::Draw(double u) const {
   return ids.back();
 }
 
+TokenDistribution TokenDistribution::Without(int32_t id) const {
+  TokenDistribution out;
+  double sum = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == id) continue;
+    out.ids.push_back(ids[i]);
+    out.probs.push_back(probs[i]);
+    sum += probs[i];
+  }
+  if (out.ids.empty() || !(sum > 0)) return *this;
+  for (double& p : out.probs) p /= sum;
+  return out;
+}
+
 void Sampler::ApplyPenalties(std::span<float> logits, std::span<const int32_t> history) const {
   const SamplingParams& p = params_;
   const bool any =

@@ -56,6 +56,9 @@ struct TokenDistribution {
   // rounding leaves u past the total). Requires a non-empty distribution.
   int32_t Draw(double u) const;
   static TokenDistribution PointMass(int32_t id) { return {{id}, {1.0}}; }
+  // The distribution with `id` removed and the rest renormalised (speculative tree verification
+  // after a rejected draft); unchanged when nothing else has probability.
+  TokenDistribution Without(int32_t id) const;
 };
 
 class Sampler {

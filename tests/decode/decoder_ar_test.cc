@@ -46,6 +46,7 @@ class FakeDrafter final : public Drafter {
     if (static_cast<int64_t>(out->tokens.size()) > max_tokens) {
       out->tokens.resize(static_cast<size_t>(max_tokens));
       out->q.resize(static_cast<size_t>(max_tokens));
+      if (!out->parents.empty()) out->parents.resize(static_cast<size_t>(max_tokens));
     }
     return Status::Ok();
   }
@@ -251,6 +252,137 @@ TEST(ArDecoderTest, SpeculativeSamplingPreservesTheTargetDistribution) {
   double overlap = 0;
   for (size_t j = 0; j < q.ids.size(); ++j) overlap += std::min(q.probs[j], want.Prob(q.ids[j]));
   EXPECT_NEAR(static_cast<double>(accepted) / kN, overlap, 5 * std::sqrt(0.25 / kN));
+}
+
+DraftProposal Tree(const std::vector<int32_t>& tokens, const std::vector<int32_t>& parents) {
+  DraftProposal d = Points(tokens);
+  d.parents = parents;
+  return d;
+}
+
+// A tree of drafts: the plan feeds it under a tree mask, greedy verification walks the branch
+// that matches the target's argmax, and the next plan moves the accepted rows into place.
+TEST(ArDecoderTest, GreedyTreeVerificationWalksTheMatchingBranch) {
+  FakeDrafter drafter;
+  // Below the context's last token (1): d0=2, d1=3, d2=4; below d0: d3=5; below d1: d4=1, d5=2.
+  drafter.queue.push_back(Points({}));  // the prefill drafts nothing
+  drafter.queue.push_back(Tree({2, 3, 4, 5, 1, 2}, {-1, -1, -1, 0, 1, 1}));
+  drafter.queue.push_back(Points({}));
+  const std::vector<int32_t> prompt = {0, 1};
+  ArParams params = Greedy(20);
+  params.draft_max = 6;
+  auto d = ArDecoder::Create(params, {}, prompt, 64, kVocab, &drafter);
+  ASSERT_TRUE(d.ok());
+  auto plan = d->Plan();  // prefill
+  ASSERT_TRUE(plan.ok());
+  std::vector<float> l = Peaks({1});
+  ASSERT_TRUE(d->Update(View(l), nullptr).ok());
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& in = (*plan)->sequences[0];
+  EXPECT_EQ(std::vector<int32_t>(in.tokens.begin(), in.tokens.end()),
+            (std::vector<int32_t>{1, 2, 3, 4, 5, 1, 2}));
+  EXPECT_EQ(std::vector<int32_t>(in.tree_parents.begin(), in.tree_parents.end()),
+            (std::vector<int32_t>{-1, 0, 0, 0, 1, 2, 2}));
+  EXPECT_EQ(in.pos0, 2);
+  EXPECT_TRUE(in.kv_keep.empty());
+  // Rows: the context's last token, then d0..d5. The target says 3 (d1), then 2 (d5), then 4.
+  l = Peaks({3, 0, 2, 0, 0, 0, 4});
+  ArStepResult r;
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{3, 2, 4}));
+  EXPECT_EQ(r.drafted, 6);
+  EXPECT_EQ(r.accepted, 2);
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  const SequenceInput& next = (*plan)->sequences[0];
+  // Cache rows 2 + 1 + 1 (d1) and 2 + 1 + 5 (d5) move to rows 3 and 4; the bonus token 4 is fed
+  // at position 5.
+  EXPECT_EQ(std::vector<int32_t>(next.kv_keep.begin(), next.kv_keep.end()),
+            (std::vector<int32_t>{4, 8}));
+  EXPECT_EQ(next.pos0, 5);
+  EXPECT_EQ(std::vector<int32_t>(next.tokens.begin(), next.tokens.end()),
+            (std::vector<int32_t>{4}));
+  EXPECT_TRUE(next.tree_parents.empty());
+  // No child matches: the target's token is committed alone and nothing moves.
+  l = Peaks({0});
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  drafter.queue.push_back(Tree({5, 5}, {-1, 0}));
+  plan = d->Plan();
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE((*plan)->sequences[0].kv_keep.empty());
+  l = Peaks({1, 0, 0});
+  ASSERT_TRUE(d->Update(View(l), &r).ok());
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{1}));
+  EXPECT_EQ(r.accepted, 0);
+}
+
+// EAGLE's multi-round rule with deterministic drafts: over a two-level tree, the first committed
+// token follows p1 (the context's row) and, after an accepted first draft, the second follows
+// that draft's own row, whatever the tree holds.
+TEST(ArDecoderTest, TreeSamplingPreservesTheTargetDistribution) {
+  const std::vector<float> p1 = {0.0f, 1.0f, 2.0f, 0.5f, -1.0f, -INFINITY};
+  const std::vector<float> p2 = {1.5f, -0.5f, 0.0f, 1.0f, 0.2f, 0.7f};
+  ArParams p;
+  p.sampling.temperature = 1.0;
+  p.sampling.top_k = 0;
+  p.sampling.top_p = 1.0;
+  p.sampling.min_p = 0.0;
+  p.n_predict = 8;
+  p.draft_max = 5;
+  const TokenDistribution w1 = Sampler(p.sampling).Distribution(p1, {});
+  const TokenDistribution w2 = Sampler(p.sampling).Distribution(p2, {});
+  constexpr int kN = 20000;
+  std::vector<int> first(kVocab, 0), second(kVocab, 0);
+  int after_two = 0;
+  for (int i = 0; i < kN; ++i) {
+    FakeDrafter drafter;
+    // Children of the context: 2, 3, 4; under 2: 0 and 5.
+    drafter.queue.push_back(Tree({2, 3, 4, 0, 5}, {-1, -1, -1, 0, 0}));
+    p.sampling.seed = static_cast<uint64_t>(i);
+    const std::vector<int32_t> prompt = {1};
+    auto d = ArDecoder::Create(p, {}, prompt, 16, kVocab, &drafter);
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(d->Plan().ok());
+    // Rows: context, d0 (2), d1, d2, d3, d4.
+    std::vector<float> l(p1);
+    l.insert(l.end(), p2.begin(), p2.end());
+    for (int row = 0; row < 4; ++row) l.insert(l.end(), p1.begin(), p1.end());
+    ArStepResult r;
+    ASSERT_TRUE(d->Update(View(l), &r).ok());
+    ++first[static_cast<size_t>(r.tokens.at(0))];
+    if (r.tokens[0] == 2) {
+      ++after_two;
+      ++second[static_cast<size_t>(r.tokens.at(1))];
+    }
+  }
+  for (int v = 0; v < kVocab; ++v) {
+    const double pv = w1.Prob(v);
+    EXPECT_NEAR(first[static_cast<size_t>(v)] / double{kN}, pv,
+                5 * std::sqrt(pv * (1 - pv) / kN) + 1e-9)
+        << "first token " << v;
+  }
+  ASSERT_GT(after_two, 1000);
+  for (int v = 0; v < kVocab; ++v) {
+    const double pv = w2.Prob(v);
+    EXPECT_NEAR(second[static_cast<size_t>(v)] / static_cast<double>(after_two), pv,
+                5 * std::sqrt(pv * (1 - pv) / static_cast<double>(after_two)) + 1e-9)
+        << "second token " << v;
+  }
+}
+
+TEST(ArDecoderTest, MalformedDraftTreesAreAnError) {
+  for (const auto& parents : std::vector<std::vector<int32_t>>{{0, -1}, {-1, 1}, {-2, 0}, {-1}}) {
+    FakeDrafter drafter;
+    drafter.queue.push_back(Tree({2, 3}, parents));
+    const std::vector<int32_t> prompt = {1};
+    auto d = ArDecoder::Create(Greedy(8), {}, prompt, 16, kVocab, &drafter);
+    ASSERT_TRUE(d.ok());
+    const auto plan = d->Plan();
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.status().message().find("draft tree"), std::string::npos)
+        << plan.status().ToString();
+  }
 }
 
 }  // namespace

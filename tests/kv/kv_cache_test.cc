@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace unmask {
 namespace {
 
@@ -87,6 +89,44 @@ TEST(KvCacheTest, GrowingKeepsRowsAndReplanningDropsTheTail) {
   kv.Clear(0);
   EXPECT_EQ(kv.length(0), 0);
   EXPECT_GT(kv.bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace unmask
+
+namespace unmask {
+namespace {
+
+TEST(KvCacheTest, MoveRowsKeepsATreeBranchAndChecksItsArguments) {
+  KvCache kv = Make();
+  ASSERT_TRUE(Write(kv, 0, 0, 10).ok());
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t i = 0; i < 10 * 3; ++i) {
+      kv.Keys(0, l)[i] = static_cast<float>(l * 1000 + i);
+      kv.Values(0, l)[i] = static_cast<float>(-l * 1000 - i);
+    }
+  }
+  // A tree fed at rows 4..9; the accepted branch is rows 4 (in place), 6 and 9.
+  const std::vector<int32_t> from = {4, 6, 9};
+  ASSERT_TRUE(kv.CheckMoveRows(0, from, 4).ok());
+  kv.MoveRows(0, from, 4);
+  EXPECT_EQ(kv.length(0), 10);  // the next Plan drops what follows the branch
+  for (int64_t l = 0; l < 2; ++l) {
+    for (size_t j = 0; j < from.size(); ++j) {
+      for (int64_t c = 0; c < 3; ++c) {
+        const int64_t dst = (4 + static_cast<int64_t>(j)) * 3 + c, src = from[j] * 3 + c;
+        EXPECT_EQ(kv.Keys(0, l)[dst], static_cast<float>(l * 1000 + src));
+        EXPECT_EQ(kv.Values(0, l)[dst], static_cast<float>(-l * 1000 - src));
+      }
+    }
+    EXPECT_EQ(kv.Keys(0, l)[3 * 3], static_cast<float>(l * 1000 + 9));  // row 3 untouched
+  }
+  const std::vector<int32_t> descending = {6, 5}, upward = {2}, past = {10};
+  EXPECT_EQ(kv.CheckMoveRows(0, descending, 4).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(kv.CheckMoveRows(0, upward, 4).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(kv.CheckMoveRows(0, past, 4).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(kv.CheckMoveRows(5, from, 4).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(kv.CheckMoveRows(0, from, -1).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

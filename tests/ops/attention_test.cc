@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,9 @@ struct AttnCase {
   int64_t t, s, heads, kv_heads, d;
   AttentionMask mask;
   int64_t q_pos0;
-  int64_t block_length = 0;  // kBlockCausal
+  int64_t block_length = 0;           // kBlockCausal
+  std::vector<int32_t> parents = {};  // kTree: the nodes' parents (keys from q_pos0 on)
+  int64_t tree_q0 = 0;                // kTree: the node of query 0
 };
 
 std::string CaseName(const AttnCase& c) {
@@ -44,6 +47,10 @@ std::string CaseName(const AttnCase& c) {
          (c.mask == AttentionMask::kBlockCausal
               ? " block-causal q_pos0=" + std::to_string(c.q_pos0) +
                     " block=" + std::to_string(c.block_length)
+              : "") +
+         (c.mask == AttentionMask::kTree
+              ? " tree of " + std::to_string(c.parents.size()) + " nodes after " +
+                    std::to_string(c.q_pos0) + ", queries from node " + std::to_string(c.tree_q0)
               : "");
 }
 
@@ -59,6 +66,8 @@ void CheckCase(const AttnCase& c, uint64_t seed) {
   params.mask = c.mask;
   params.q_pos0 = c.q_pos0;
   params.block_length = c.block_length;
+  params.tree_parents = c.parents;
+  params.tree_q0 = c.tree_q0;
   std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN()), want(q.size());
   const Status st = Attention(testing::View(q, Shape{c.t, c.heads, c.d}),
                               testing::View(k, Shape{c.s, c.kv_heads, c.d}),
@@ -163,6 +172,86 @@ TEST_P(AttentionTest, CausalFirstQueryCopiesFirstValue) {
     EXPECT_EQ(out[static_cast<size_t>(e)], v[static_cast<size_t>(e)]);
 }
 
+// A random tree of `nodes` nodes: each node's parent is -1 (a child of the prefix) or an earlier
+// node, so trees of every shape come up (chains, stars, several roots).
+std::vector<int32_t> RandomTree(int64_t nodes, std::mt19937_64& rng) {
+  std::vector<int32_t> parents;
+  for (int64_t r = 0; r < nodes; ++r) {
+    parents.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(-1, r - 1)(rng)));
+  }
+  return parents;
+}
+
+TEST_P(AttentionTest, TreeMaskMatchesReferenceOverRandomTrees) {
+  std::mt19937_64 rng(2026);
+  uint64_t seed = 5000;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t nodes = std::uniform_int_distribution<int64_t>(1, 16)(rng);
+    const int64_t prefix = std::uniform_int_distribution<int64_t>(0, 40)(rng);
+    const int64_t q0 = std::uniform_int_distribution<int64_t>(0, nodes - 1)(rng);
+    const int64_t t = std::uniform_int_distribution<int64_t>(1, nodes - q0)(rng);
+    const int64_t d = trial % 3 == 0 ? 64 : 32;
+    const int64_t kv = 1 + trial % 2, h = kv * (1 + trial % 4);
+    // Keys past the tree (a longer cache) are never seen.
+    const int64_t extra = trial % 5 == 0 ? 3 : 0;
+    CheckCase({t, prefix + nodes + extra, h, kv, d, AttentionMask::kTree, prefix, 0,
+               RandomTree(nodes, rng), q0},
+              seed += 3);
+  }
+}
+
+TEST_P(AttentionTest, TreeQueryEqualsCausalQueryOverItsKeysBitForBit) {
+  // What makes tree verification exact: a node's output is the causal output of one query at the
+  // end of the gathered keys (prefix + ancestors + itself), bit for bit; a chain is the causal
+  // mask.
+  std::mt19937_64 rng(7);
+  const int64_t h = 6, kv = 2, d = 32;
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t nodes = std::uniform_int_distribution<int64_t>(1, 16)(rng);
+    const int64_t prefix = std::uniform_int_distribution<int64_t>(0, 30)(rng);
+    const int64_t s = prefix + nodes;
+    std::vector<int32_t> parents = RandomTree(nodes, rng);
+    if (trial % 4 == 0) {
+      for (int64_t r = 0; r < nodes; ++r)
+        parents[static_cast<size_t>(r)] = static_cast<int32_t>(r - 1);
+    }
+    const auto q = testing::RandomFloats(static_cast<size_t>(nodes * h * d), 100 + trial);
+    const auto k = testing::RandomFloats(static_cast<size_t>(s * kv * d), 200 + trial);
+    const auto v = testing::RandomFloats(static_cast<size_t>(s * kv * d), 300 + trial);
+    AttentionParams tp{0.17f, AttentionMask::kTree, prefix};
+    tp.tree_parents = parents;
+    std::vector<float> out(q.size());
+    ASSERT_TRUE(Attention(testing::View(q, Shape{nodes, h, d}), testing::View(k, Shape{s, kv, d}),
+                          testing::View(v, Shape{s, kv, d}), tp,
+                          testing::View(out, Shape{nodes, h, d}))
+                    .ok());
+    std::vector<int64_t> tree;
+    for (int64_t m = 0; m < nodes; ++m) {
+      TreeKeys(tp, m, &tree);
+      std::vector<int64_t> keys;
+      for (int64_t j = 0; j < prefix; ++j) keys.push_back(j);
+      keys.insert(keys.end(), tree.begin(), tree.end());
+      const auto n = static_cast<int64_t>(keys.size());
+      std::vector<float> kg, vg;
+      for (int64_t key : keys) {
+        kg.insert(kg.end(), k.begin() + key * kv * d, k.begin() + (key + 1) * kv * d);
+        vg.insert(vg.end(), v.begin() + key * kv * d, v.begin() + (key + 1) * kv * d);
+      }
+      const std::vector<float> qm(q.begin() + m * h * d, q.begin() + (m + 1) * h * d);
+      std::vector<float> one(static_cast<size_t>(h * d));
+      ASSERT_TRUE(Attention(testing::View(qm, Shape{1, h, d}), testing::View(kg, Shape{n, kv, d}),
+                            testing::View(vg, Shape{n, kv, d}),
+                            AttentionParams{0.17f, AttentionMask::kCausal, n - 1},
+                            testing::View(one, Shape{1, h, d}))
+                      .ok());
+      for (int64_t e = 0; e < h * d; ++e) {
+        ASSERT_EQ(out[static_cast<size_t>(m * h * d + e)], one[static_cast<size_t>(e)])
+            << "trial " << trial << " node " << m << " element " << e;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllProviders, AttentionTest, ::testing::ValuesIn(testing::AllProviders()),
                          testing::ProviderName);
 
@@ -214,6 +303,23 @@ TEST(AttentionErrorsTest, InvalidArguments) {
                 AttentionParams{std::numeric_limits<float>::infinity(), AttentionMask::kNone, 0},
                 ov),
       "scale");
+  // Tree masks: a parent that is not an earlier node, queries past the last node, nodes past the
+  // keys.
+  const std::vector<int32_t> good_tree = {-1, 0, 0, 1}, self_parent = {-1, 1, 0, 1},
+                             late_parent = {-1, 2, 0, 1}, bad_parent = {-2, 0, 0, 1};
+  AttentionParams tree{0.3f, AttentionMask::kTree, 2};
+  tree.tree_parents = good_tree;
+  EXPECT_TRUE(Attention(qv, kv, vv, tree, ov).ok());
+  for (const auto* parents : {&self_parent, &late_parent, &bad_parent}) {
+    tree.tree_parents = *parents;
+    expect_invalid(Attention(qv, kv, vv, tree, ov), "earlier node");
+  }
+  tree.tree_parents = good_tree;
+  tree.tree_q0 = 1;
+  expect_invalid(Attention(qv, kv, vv, tree, ov), "tree queries");
+  tree.tree_q0 = 0;
+  tree.q_pos0 = 3;
+  expect_invalid(Attention(qv, kv, vv, tree, ov), "needs that many keys");
   expect_invalid(Attention(qv, kv, vv, ok_params, qv), "must not overlap");
   expect_invalid(
       Attention(qv, kv, vv, ok_params, TensorView{k.data(), DType::kF32, Shape{4, 4, 8}}),

@@ -10,12 +10,13 @@
 
 #include "cli/generate_command.h"
 #include "common/cli_util.h"
+#include "common/draft_heads.h"
 #include "common/interrupt.h"
 #include "common/moe_report.h"
 #include "common/terminal.h"
 #include "decode/decoder_ar.h"
 #include "decode/drafter.h"
-#include "model/medusa_heads.h"
+#include "model/draft_file.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/unicode_util.h"
 
@@ -69,34 +70,39 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
       return FailWith(kWho, s.WithContext("--draft-model " + cmd.ar.draft_model));
     }
   }
-  const std::string spec = cmd.ar.SpecMode(draft_is_diffusion);
-  std::unique_ptr<MedusaHeads> heads;
-  std::string heads_path;
-  if (spec != "medusa" && !cmd.ar.draft_heads.empty()) {
-    return FailWith(kWho,
-                    InvalidArgumentError("--draft-heads is for --spec medusa, not --spec " + spec));
+  std::string heads_kind = "medusa";
+  if (!cmd.ar.draft_heads.empty()) {
+    auto kind = DraftFileKind(cmd.ar.draft_heads);
+    if (!kind.ok()) return FailWith(kWho, kind.status().WithContext("--draft-heads"));
+    heads_kind = *kind;
+  }
+  const std::string spec = cmd.ar.SpecMode(draft_is_diffusion, heads_kind);
+  tools::DraftHeads heads;
+  if (spec != "medusa" && spec != "eagle" && !cmd.ar.draft_heads.empty()) {
+    return FailWith(kWho, InvalidArgumentError("--draft-heads is for --spec medusa or eagle, not "
+                                               "--spec " +
+                                               spec));
   }
   if (spec == "lookup") {
     options.speculative_lookup = true;
-  } else if (spec == "medusa") {
+  } else if (spec == "medusa" || spec == "eagle") {
     if (!cmd.ar.draft_model.empty()) {
-      return FailWith(kWho, InvalidArgumentError("--spec medusa drafts with --draft-heads, not "
-                                                 "--draft-model (a separate model)"));
+      return FailWith(kWho, InvalidArgumentError("--spec " + spec +
+                                                 " drafts with --draft-heads, "
+                                                 "not --draft-model (a separate model)"));
     }
-    heads_path = cmd.ar.draft_heads.empty() ? MedusaHeadsPathFor(path) : cmd.ar.draft_heads;
-    auto h = MedusaHeads::Load(heads_path, m.config());
-    if (!h.ok()) {
-      Status s = h.status();
-      if (cmd.ar.draft_heads.empty() && s.code() == StatusCode::kNotFound) {
-        s = NotFoundError("no heads at " + heads_path +
-                          " (train them with scripts/train/train_medusa.py, or name a file "
-                          "with --draft-heads)");
-      }
-      return FailWith(kWho, s.WithContext("--spec medusa"));
-    }
+    auto h = tools::LoadDraftHeads(spec, cmd.ar.draft_heads, path, m.config());
+    if (!h.ok()) return FailWith(kWho, h.status().WithContext("--spec " + spec));
     heads = std::move(h).value();
-    options.medusa_heads = heads.get();
-    options.medusa.p_min = cmd.ar.draft_p_min;
+    heads.Use(m, cmd.ar.draft_p_min, options);
+    options.eagle.depth = cmd.ar.draft_depth;
+    options.eagle.top_k = cmd.ar.draft_topk;
+    if (spec == "eagle") {
+      // A tree has more nodes than a chain: EAGLE's own default unless --draft-max is given.
+      const bool given = cmd.ar.draft_max_option != nullptr && cmd.ar.draft_max_option->count() > 0;
+      options.eagle.total_tokens = given ? cmd.ar.draft_max : EagleDrafterParams{}.total_tokens;
+      options.ar.draft_max = options.eagle.total_tokens;
+    }
   } else if (spec == "draft" || spec == "diffusion") {
     if (!draft_loaded.model) {
       return FailWith(kWho,
@@ -220,7 +226,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                           {"acceptance_rate", st.speculative.acceptance_rate()},
                           {"target_forwards", st.nfe},
                           {"draft_forwards", drafter_stats.forwards},
-                          {"draft_model", spec == "medusa" ? heads_path : cmd.ar.draft_model}};
+                          {"draft_model", heads.path.empty() ? cmd.ar.draft_model : heads.path}};
     }
     j["model"] = {{"path", path},
                   {"architecture", m.config().architecture},

@@ -67,27 +67,32 @@ void ArArgs::AddTo(CLI::App& app) {
                  "AR speculative decoding: lookup (n-gram prompt lookup, no model), draft (a "
                  "smaller AR --draft-model), diffusion (a diffusion --draft-model sharing the "
                  "tokenizer proposes a block per forward), medusa (draft heads on the model's own "
-                 "last hidden state: --draft-heads, default MODEL.medusa.gguf beside the model). "
-                 "Greedy output is identical to plain decoding; with sampling the output "
-                 "distribution is the same")
-      ->check(CLI::IsMember({"lookup", "draft", "diffusion", "medusa"}))
+                 "last hidden state: --draft-heads, default MODEL.medusa.gguf beside the model), "
+                 "eagle (an EAGLE draft layer over the model's features, drafting a tree verified "
+                 "in one forward: --draft-heads, default MODEL.eagle.gguf). Greedy output is "
+                 "identical to plain decoding; with sampling the output distribution is the same")
+      ->check(CLI::IsMember({"lookup", "draft", "diffusion", "medusa", "eagle"}))
       ->group(g);
   app.add_option("--draft-model,--md", draft_model,
                  "GGUF of the drafter for --spec draft|diffusion (implies it when --spec is not "
                  "given); must share the target's vocabulary")
       ->group(g);
   app.add_option("--draft-heads", draft_heads,
-                 "GGUF of Medusa heads trained for this model (scripts/train/train_medusa.py; "
-                 "implies --spec medusa); default for --spec medusa: MODEL.medusa.gguf beside "
-                 "MODEL.gguf")
+                 "GGUF of Medusa heads or of an EAGLE draft layer trained for this model "
+                 "(scripts/train/train_medusa.py, train_eagle.py; implies --spec medusa or eagle, "
+                 "by the file's architecture); default: MODEL.medusa.gguf / MODEL.eagle.gguf "
+                 "beside MODEL.gguf")
       ->check(CLI::ExistingFile)
       ->group(g);
-  app.add_option("--draft-max", draft_max,
-                 "most tokens drafted per step (at most 15: a verification of up to 16 tokens is "
-                 "computed exactly like one-token forwards)")
-      ->check(IntegerIn(1, kMaxDraft))
-      ->capture_default_str()
-      ->group(g);
+  draft_max_option =
+      app.add_option(
+             "--draft-max", draft_max,
+             "most tokens drafted per step, chain or tree (at most 15: a verification of up "
+             "to 16 tokens is computed exactly like one-token forwards); --spec eagle: the "
+             "tree's nodes (default there: 6)")
+          ->check(IntegerIn(1, kMaxDraft))
+          ->capture_default_str()
+          ->group(g);
   app.add_option("--draft-p-min", draft_p_min,
                  "cut a draft at the first token the drafter gives less than this probability "
                  "(0: off)")
@@ -97,6 +102,17 @@ void ArArgs::AddTo(CLI::App& app) {
   app.add_option("--draft-steps", draft_steps,
                  "--spec diffusion: denoising forwards per draft (1: the whole block at once)")
       ->check(IntegerIn(1, 256))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--draft-depth", draft_depth,
+                 "--spec eagle: levels of the draft tree (EAGLE-2's depth)")
+      ->check(IntegerIn(1, 16))
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--draft-topk", draft_topk,
+                 "--spec eagle: children per expanded node and nodes expanded per level "
+                 "(EAGLE-2's top-k; 1 drafts a chain)")
+      ->check(IntegerIn(1, 16))
       ->capture_default_str()
       ->group(g);
   app.add_option("--lookup-ngram-max", lookup_ngram_max,
@@ -117,9 +133,9 @@ ArParams ArArgs::Resolve(double temperature, uint64_t seed, int64_t gen_length) 
   return p;
 }
 
-std::string ArArgs::SpecMode(bool draft_is_diffusion) const {
+std::string ArArgs::SpecMode(bool draft_is_diffusion, const std::string& heads_kind) const {
   if (!spec.empty()) return spec;
-  if (!draft_heads.empty()) return "medusa";
+  if (!draft_heads.empty()) return heads_kind;
   if (draft_model.empty()) return "";
   return draft_is_diffusion ? "diffusion" : "draft";
 }

@@ -18,22 +18,27 @@ struct ArArgs {
   SamplingParams sampling;
   bool ignore_eos = false;
   std::vector<std::string> stop;
-  std::string spec;         // "", "lookup", "draft", "diffusion", "medusa"
+  std::string spec;         // "", "lookup", "draft", "diffusion", "medusa", "eagle"
   std::string draft_model;  // --draft-model
-  std::string draft_heads;  // --draft-heads (Medusa heads; default: beside the model)
+  std::string
+      draft_heads;  // --draft-heads (Medusa heads or EAGLE layer; default: beside the model)
   // 3: a verification then feeds 4 tokens, one group of the fused batch-1 kernels, which read the
   // weights once (docs/benchmarks.md: 1.36x on SmolLM2 with lookup, where 8 drafts gave 0.99x).
   int32_t draft_max = 3;
+  CLI::Option* draft_max_option = nullptr;  // set by AddTo: whether --draft-max was given
   double draft_p_min = 0.0;
   int32_t draft_steps = 1;
   int32_t lookup_ngram_max = 4;
+  int32_t draft_depth = EagleDrafterParams{}.depth;  // --spec eagle
+  int32_t draft_topk = EagleDrafterParams{}.top_k;
 
   void AddTo(CLI::App& app);
   // ArParams from the flags plus the shared temperature/seed and the --gen-length fallback.
   ArParams Resolve(double temperature, uint64_t seed, int64_t gen_length) const;
-  // The speculative mode: --spec, or "medusa" for --draft-heads, or inferred from --draft-model's
-  // architecture ("draft" for a causal model, "diffusion" for a bidirectional one). "" = none.
-  std::string SpecMode(bool draft_is_diffusion) const;
+  // The speculative mode: --spec, or for --draft-heads the file's kind (`heads_kind`: "medusa"
+  // or "eagle"), or inferred from --draft-model's architecture ("draft" for a causal model,
+  // "diffusion" for a bidirectional one). "" = none.
+  std::string SpecMode(bool draft_is_diffusion, const std::string& heads_kind = "medusa") const;
 };
 
 }  // namespace unmask::tools

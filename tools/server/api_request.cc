@@ -431,8 +431,9 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
   r.x_canvas = x_canvas.value_or(false);
   if (auto e = ReadString(j, "speculative", &r.speculative)) return e;
   if (r.speculative && *r.speculative != "none" && *r.speculative != "lookup" &&
-      *r.speculative != "medusa") {
-    return Bad("speculative", "'speculative' must be \"none\", \"lookup\" or \"medusa\"");
+      *r.speculative != "medusa" && *r.speculative != "eagle") {
+    return Bad("speculative",
+               "'speculative' must be \"none\", \"lookup\", \"medusa\" or \"eagle\"");
   }
   *out = std::move(r);
   return std::nullopt;

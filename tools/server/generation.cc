@@ -346,9 +346,10 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
           m.diffusion() ? nullptr : m.VocabTrie(), "tools");
     }
   }
-  // A request's "speculative" overrides the server's default; the default Medusa applies to the
-  // models that have heads, a request that names it needs them.
+  // A request's "speculative" overrides the server's default; the default EAGLE or Medusa
+  // applies to the models that have a draft layer or heads, a request that names one needs it.
   const std::string spec = r.speculative                                   ? *r.speculative
+                           : options_.speculative_eagle && m.eagle_head    ? "eagle"
                            : options_.speculative_medusa && m.medusa_heads ? "medusa"
                            : options_.speculative_lookup                   ? "lookup"
                                                                            : "none";
@@ -362,6 +363,18 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
                        "", "speculative");
     }
     g->medusa_heads = m.medusa_heads.get();
+  }
+  if (spec == "eagle" && !m.diffusion()) {
+    if (m.eagle_head == nullptr) {
+      return MakeError(400,
+                       "'speculative': \"eagle\" needs an EAGLE draft layer for " + m.id + " (" +
+                           EagleHeadPathFor(m.path) +
+                           " beside the model file; scripts/train/train_eagle.py trains it)",
+                       "", "speculative");
+    }
+    g->eagle_head = m.eagle_head.get();
+    g->eagle_base = m.loaded->model.get();
+    g->ar.draft_max = g->eagle.total_tokens;  // the tree's nodes
   }
   // Diffusion: the server's defaults, then the request's extensions; the factory settles the
   // canvas, the default steps and the rule a threshold implies.

@@ -80,6 +80,11 @@ void ServeCommand::AddTo(CLI::App& app) {
                "AR models with Medusa heads beside them (MODEL.medusa.gguf, loaded at start): "
                "Medusa speculative decoding by default (a request's 'speculative' field "
                "overrides)");
+  app.add_flag("--spec-eagle", options.speculative_eagle,
+               "AR models with an EAGLE draft layer beside them (MODEL.eagle.gguf, loaded at "
+               "start): EAGLE speculative decoding (a draft tree verified per step) by default; "
+               "before --spec-medusa where a model has both (a request's 'speculative' field "
+               "overrides)");
   // Diffusion defaults (a request's fields override them; the flags of unmask generate).
   diffusion.AddTo(app, /*request_flags=*/false);
 }

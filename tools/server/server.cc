@@ -149,6 +149,16 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
         std::fprintf(stderr, "unmask serve: %s: Medusa heads %s (%d heads)\n", m->id.c_str(),
                      heads_path.c_str(), m->medusa_heads->head_count());
       }
+      // The same for an EAGLE draft layer (MODEL.eagle.gguf).
+      const std::string eagle_path = EagleHeadPathFor(m->path);
+      if (std::filesystem::is_regular_file(eagle_path, ec)) {
+        auto eagle = EagleHead::Load(eagle_path, m->loaded->model->config());
+        if (!eagle.ok()) return eagle.status().WithContext("EAGLE draft layer of " + m->id);
+        m->eagle_head = std::move(eagle).value();
+        std::fprintf(stderr, "unmask serve: %s: EAGLE draft layer %s (draft vocabulary %lld)\n",
+                     m->id.c_str(), eagle_path.c_str(),
+                     static_cast<long long>(m->eagle_head->draft_vocab_size()));
+      }
     }
     metrics_.Set("model_info",
                  {m->id, m->engine_name(), m->loaded->model->config().architecture,
@@ -375,6 +385,7 @@ void Server::HandleModels(httplib::Response& res) {
     if (!m->diffusion()) {
       speculative = {"none", "lookup"};
       if (m->medusa_heads != nullptr) speculative.push_back("medusa");
+      if (m->eagle_head != nullptr) speculative.push_back("eagle");
     }
     data.push_back({{"id", m->id},
                     {"object", "model"},

@@ -20,6 +20,7 @@
 #include "engine/metrics.h"
 #include "engine/router.h"
 #include "grammar/token_constraint.h"
+#include "model/eagle_head.h"
 #include "model/loader.h"
 #include "model/medusa_heads.h"
 #include "server/api_request.h"
@@ -68,6 +69,7 @@ struct ServerOptions {
   double drain_grace_s = 3;
   bool speculative_lookup = false;  // AR default: prompt-lookup drafting
   bool speculative_medusa = false;  // AR default: Medusa drafting, for models with heads
+  bool speculative_eagle = false;   // AR default: EAGLE drafting, for models with a draft layer
   // Threads that run requests (each streamed response holds one; slow and idle connections hold
   // none: http_gate.h). 0: max_queue + models x max_batch + 8.
   int http_threads = 0;
@@ -83,6 +85,9 @@ struct ServedModel {
   // AR models: the Medusa heads found beside the model file (MODEL.medusa.gguf), null when none;
   // requests with "speculative": "medusa" draft with them.
   std::unique_ptr<const MedusaHeads> medusa_heads;
+  // AR models: the EAGLE draft layer found beside the model file (MODEL.eagle.gguf), null when
+  // none; requests with "speculative": "eagle" draft trees with it.
+  std::unique_ptr<const EagleHead> eagle_head;
   // The vocabulary as a byte trie for structured output, built by the first request that needs
   // it (VocabTrie()).
   std::shared_ptr<const grammar::VocabTrie> VocabTrie() const {

@@ -14,6 +14,7 @@
 #include "cli/arena/arena_report.h"
 #include "cli/arena/arena_run.h"
 #include "common/cli_util.h"
+#include "common/draft_heads.h"
 #include "common/hardware_table.h"
 #include "common/model_args.h"
 #include "common/roofline.h"
@@ -103,9 +104,12 @@ struct Prediction {
 };
 
 // The planner's projection for this machine of one measured point (see ArenaMarkdown's note).
+// head_bytes: the bytes of draft heads read per step (Medusa heads once, an EAGLE layer once per
+// tree level), 0 for other modes.
 StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
                                 const LoadedModel& target, const LoadedModel* drafter,
-                                const ArenaReport& r, const ArenaModelRates* target_rates) {
+                                double head_bytes, const ArenaReport& r,
+                                const ArenaModelRates* target_rates) {
   const ModelConfig& c = target.model->config();
   const plan::MachineRates rates = RatesOf(target, r.machine, target_rates);
   const double mean_tokens = static_cast<double>(measured.tokens) /
@@ -135,6 +139,7 @@ StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
       // The diffusion drafter proposes the whole draft in one forward.
       if (mode.drafter == ArenaDrafter::kDiffusion) draft_cost /= mode.draft_max;
     }
+    if (head_bytes > 0) draft_cost = head_bytes / static_cast<double>(target.model->weight_bytes());
   }
   const plan::EngineSpec spec = ArenaPlannerSpec(mode, r.block_length, k, draft_cost);
   UNMASK_ASSIGN_OR_RETURN(plan::Projection p, plan::Project(c, spec, w, rates, measured.batch));
@@ -368,6 +373,24 @@ int ArenaCommand::Run() const {
     }
     ar_lm = std::move(*lm);
   }
+  // The draft heads beside the AR model (MODEL.medusa.gguf, MODEL.eagle.gguf) for ar+medusa and
+  // ar+eagle: a mode whose file is not there is skipped with a note, a file that does not load is
+  // an error.
+  DraftHeads medusa_heads, eagle_heads;
+  for (auto [drafter, kind] :
+       {std::pair{ArenaDrafter::kMedusa, "medusa"}, std::pair{ArenaDrafter::kEagle, "eagle"}}) {
+    const auto uses = [d = drafter](const ArenaMode& m) { return m.drafter == d; };
+    if (!need_ar || std::none_of(run_modes.begin(), run_modes.end(), uses)) continue;
+    auto h = LoadDraftHeads(kind, "", ar_path, ar_lm.model->config());
+    if (!h.ok() && h.status().code() == StatusCode::kNotFound) {
+      std::erase_if(run_modes, uses);
+      r.notes.push_back("ar+" + std::string(kind) + " skipped: " + h.status().message());
+      if (run_modes.empty()) return FailWith(kWho, InvalidArgumentError("no mode left to run"));
+      continue;
+    }
+    if (!h.ok()) return FailWith(kWho, h.status());
+    (drafter == ArenaDrafter::kMedusa ? medusa_heads : eagle_heads) = std::move(h).value();
+  }
   if (need_draft) {
     auto lm = OnTemporaryThread(
         [&] { return LoadModelWithProgress(draft_path, WeightMode::kAuto, *backend); });
@@ -411,8 +434,12 @@ int ArenaCommand::Run() const {
     judge2_lm = std::move(*lm);
     judge2 = &judge2_lm;
   }
-  const ArenaModels models{need_diffusion ? &diffusion_lm : nullptr, need_ar ? &ar_lm : nullptr,
-                           need_draft ? &draft_lm : nullptr, need_block ? &block_lm : nullptr};
+  const ArenaModels models{need_diffusion ? &diffusion_lm : nullptr,
+                           need_ar ? &ar_lm : nullptr,
+                           need_draft ? &draft_lm : nullptr,
+                           need_block ? &block_lm : nullptr,
+                           medusa_heads.medusa.get(),
+                           eagle_heads.eagle.get()};
   // Drafters and the judge read the targets' token ids: the vocabularies must match (checked
   // before minutes of runs, not after). The block model's ids are read by the AR judge only: with
   // another vocabulary its rows are left to the second judge (a note says so).
@@ -631,8 +658,14 @@ int ArenaCommand::Run() const {
     const LoadedModel* drafter = mode->drafter == ArenaDrafter::kModel       ? models.draft
                                  : mode->drafter == ArenaDrafter::kDiffusion ? models.diffusion
                                                                              : nullptr;
-    auto roofline = PredictTps(*mode, row, target, drafter, r, nullptr);
-    auto tps = PredictTps(*mode, row, target, drafter, r, &measured_rates[&target]);
+    const double head_bytes =
+        mode->drafter == ArenaDrafter::kMedusa && models.medusa != nullptr
+            ? static_cast<double>(models.medusa->weight_bytes())
+        : mode->drafter == ArenaDrafter::kEagle && models.eagle != nullptr
+            ? static_cast<double>(models.eagle->weight_bytes()) * EagleDrafterParams{}.depth
+            : 0.0;
+    auto roofline = PredictTps(*mode, row, target, drafter, head_bytes, r, nullptr);
+    auto tps = PredictTps(*mode, row, target, drafter, head_bytes, r, &measured_rates[&target]);
     if (!roofline.ok() || !tps.ok()) {
       return FailWith(kWho, (roofline.ok() ? tps.status() : roofline.status())
                                 .WithContext("planner for " + row.mode));

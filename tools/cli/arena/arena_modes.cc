@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "decode/drafter.h"
+
 namespace unmask::tools {
 namespace {
 
@@ -58,6 +60,13 @@ std::vector<ArenaMode> ArenaModes() {
          ArenaDrafter::kModel, false, 3),
       Ar("ar+diffusion", "--spec diffusion --draft-max 4 with the diffusion twin (batch 1)",
          ArenaDrafter::kDiffusion, false, 4),
+      Ar("ar+medusa",
+         "--spec medusa --draft-max 3: the Medusa heads beside the AR model (continuous batching)",
+         ArenaDrafter::kMedusa, true, 3),
+      Ar("ar+eagle",
+         "--spec eagle: the EAGLE draft layer beside the AR model, EAGLE-2 trees of 6 nodes "
+         "(depth 4, top-k 2), continuous batching",
+         ArenaDrafter::kEagle, true, EagleDrafterParams{}.total_tokens),
       Diffusion("diffusion-exact", "steps = gen_length, no cache (LLaDA reference)",
                 CacheMode::kNone, CommitRule::kFixed),
       Diffusion("diffusion-dual-threshold", "--cache dual --threshold 0.9 (Fast-dLLM)",
@@ -90,6 +99,8 @@ std::vector<std::string> DefaultArenaModeNames(bool with_block) {
                                     "ar+lookup",
                                     "ar+draft",
                                     "ar+diffusion",
+                                    "ar+medusa",
+                                    "ar+eagle",
                                     "diffusion-exact",
                                     "diffusion-dual-threshold",
                                     "diffusion-dual-factor",

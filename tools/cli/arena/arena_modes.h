@@ -15,7 +15,9 @@
 
 namespace unmask::tools {
 
-enum class ArenaDrafter { kNone, kLookup, kModel, kDiffusion };
+// kMedusa / kEagle: the Medusa heads or EAGLE draft layer beside the AR model (MODEL.medusa.gguf,
+// MODEL.eagle.gguf), batched like lookup.
+enum class ArenaDrafter { kNone, kLookup, kModel, kDiffusion, kMedusa, kEagle };
 
 // A block-diffusion mode's SDAR decoding (decode/block_params.h): the strategy, its threshold and
 // the denoising steps per block; the block length is the model's trained one.

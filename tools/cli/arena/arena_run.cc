@@ -17,7 +17,8 @@ const LoadedModel* ArenaModelOf(const ArenaMode& mode, const ArenaModels& models
 }
 
 GenerationRequest MakeArenaRequest(const ArenaMode& mode, const ArenaSettings& s,
-                                   const std::vector<int32_t>& prompt, int64_t i) {
+                                   const std::vector<int32_t>& prompt, int64_t i,
+                                   const ArenaModels& models) {
   GenerationRequest req;
   req.id = mode.name + "-" + std::to_string(i);
   req.prompt = prompt;
@@ -25,6 +26,12 @@ GenerationRequest MakeArenaRequest(const ArenaMode& mode, const ArenaSettings& s
   req.ar.sampling.temperature = 0;
   req.ar.draft_max = mode.draft_max;
   req.speculative_lookup = mode.drafter == ArenaDrafter::kLookup;
+  if (mode.drafter == ArenaDrafter::kMedusa) req.medusa_heads = models.medusa;
+  if (mode.drafter == ArenaDrafter::kEagle && models.ar != nullptr) {
+    req.eagle_head = models.eagle;
+    req.eagle_base = models.ar->model.get();
+    req.eagle.total_tokens = mode.draft_max;
+  }
   req.diffusion = mode.diffusion_params;
   req.diffusion.temperature = 0;
   req.diffusion.steps = 0;  // the factory's default: one token per forward up to 128 tokens
@@ -50,7 +57,7 @@ GenerationRequest MakeArenaRequest(const ArenaMode& mode, const ArenaSettings& s
 namespace {
 
 StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
-                                  const ArenaSettings& settings,
+                                  const ArenaModels& models, const ArenaSettings& settings,
                                   const std::vector<std::vector<int32_t>>& prompts, int64_t batch,
                                   int64_t requests, const ArenaProgress& progress) {
   SchedulerOptions o;
@@ -75,7 +82,7 @@ StatusOr<ArenaPoint> RunScheduled(const ArenaMode& mode, const LoadedModel& lm,
       const int64_t i = next.fetch_add(1);
       if (i >= requests) return;
       const size_t p = static_cast<size_t>(i) % prompts.size();
-      auto stream = sched.Submit(index, MakeArenaRequest(mode, settings, prompts[p], i));
+      auto stream = sched.Submit(index, MakeArenaRequest(mode, settings, prompts[p], i, models));
       if (!stream.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (error.ok()) error = stream.status();
@@ -147,7 +154,7 @@ StatusOr<ArenaPoint> RunSpeculative(const ArenaMode& mode, const ArenaModels& mo
       UNMASK_ASSIGN_OR_RETURN(drafter, MakeDiffusionDrafter(drafter_model->model.get(), dp));
     }
     const size_t p = static_cast<size_t>(i) % prompts.size();
-    GenerationRequest req = MakeArenaRequest(mode, settings, prompts[p], i);
+    GenerationRequest req = MakeArenaRequest(mode, settings, prompts[p], i, models);
     req.drafter = drafter.get();
     UNMASK_ASSIGN_OR_RETURN(BuiltDecoder dec, engine.MakeDecoder(index, req.prompt, req));
     Decoder* const one[1] = {dec.decoder.get()};
@@ -207,7 +214,14 @@ StatusOr<ArenaPoint> RunArenaPoint(const ArenaMode& mode, const ArenaModels& mod
     return OnTemporaryThread(
         [&] { return RunSpeculative(mode, models, settings, prompts, requests, progress); });
   }
-  return RunScheduled(mode, *lm, settings, prompts, batch, requests, progress);
+  if ((mode.drafter == ArenaDrafter::kMedusa && models.medusa == nullptr) ||
+      (mode.drafter == ArenaDrafter::kEagle && models.eagle == nullptr)) {
+    return InvalidArgumentError(
+        mode.name + " needs " +
+        (mode.drafter == ArenaDrafter::kMedusa ? "Medusa heads" : "an EAGLE draft layer") +
+        " beside the AR model");
+  }
+  return RunScheduled(mode, *lm, models, settings, prompts, batch, requests, progress);
 }
 
 }  // namespace unmask::tools

@@ -16,7 +16,9 @@
 #include "core/parallel.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "model/eagle_head.h"
 #include "model/loader.h"
+#include "model/medusa_heads.h"
 
 namespace unmask::tools {
 
@@ -25,6 +27,8 @@ struct ArenaModels {
   const LoadedModel* ar = nullptr;         // the AR twin
   const LoadedModel* draft = nullptr;      // the AR draft model (may be null: ar+draft skipped)
   const LoadedModel* block = nullptr;      // the block-diffusion model (null: no block modes)
+  const MedusaHeads* medusa = nullptr;     // beside the AR model (null: ar+medusa skipped)
+  const EagleHead* eagle = nullptr;        // beside the AR model (null: ar+eagle skipped)
 };
 
 struct ArenaSettings {
@@ -38,9 +42,11 @@ const LoadedModel* ArenaModelOf(const ArenaMode& mode, const ArenaModels& models
 
 // The request the arena submits for `mode` (the i-th of its point): temperature 0, max_tokens =
 // gen_length; diffusion modes take the cache and commit rule of the mode and settings.block_length;
-// block modes the SDAR strategy of the mode and the model's trained block length.
+// block modes the SDAR strategy of the mode and the model's trained block length; ar+medusa and
+// ar+eagle the heads of `models` (which must hold them and the AR model for those modes).
 GenerationRequest MakeArenaRequest(const ArenaMode& mode, const ArenaSettings& settings,
-                                   const std::vector<int32_t>& prompt, int64_t i);
+                                   const std::vector<int32_t>& prompt, int64_t i,
+                                   const ArenaModels& models = {});
 
 // One request's outcome.
 struct ArenaRequest {
