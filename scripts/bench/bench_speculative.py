@@ -5,7 +5,9 @@ must also produce exactly the plain tokens: the script checks it and reports mis
 
 Each (prompt, mode) is one `unmask generate --json` run; times are the generation phase only
 (model loading excluded). Modes: plain, lookup, draft=DRAFT.gguf, diffusion=DIFFUSION.gguf,
-medusa (the heads beside the model, MODEL.medusa.gguf) or medusa=HEADS.gguf.
+medusa (the heads beside the model, MODEL.medusa.gguf) or medusa=HEADS.gguf, eagle (the EAGLE draft
+layer beside the model, MODEL.eagle.gguf) or eagle=LAYER.gguf, each optionally with its tree as
+@DEPTH,TOPK,NODES (default @4,2,6: --draft-depth, --draft-topk, --draft-max), e.g. eagle@5,3,12.
 
 Examples (README, docs/benchmarks.md):
   scripts/bench/bench_speculative.py -m models/unmask-tinystories-ar.gguf --prompts stories \\
@@ -56,9 +58,19 @@ def read_prompts(spec, n, words):
 
 def run(args, prompt, mode):
     cmd = [args.unmask, "generate", "-m", args.model, "-p", prompt, "--json", "--temperature", "0",
-           "-n", str(args.n_predict), "-t", str(args.threads), "--draft-max", str(args.draft_max)]
+           "-n", str(args.n_predict), "-t", str(args.threads)]
     cmd += ["--chat"] if args.chat else ["--no-chat"]
-    if mode in ("lookup", "medusa"):
+    if mode.startswith("eagle"):
+        spec, _, tree = mode.partition("@")
+        depth, topk, nodes = (tree or "4,2,6").split(",")
+        cmd += ["--spec", "eagle", "--draft-depth", depth, "--draft-topk", topk, "--draft-max", nodes]
+        if "=" in spec:
+            cmd += ["--draft-heads", spec.split("=", 1)[1]]
+    else:
+        cmd += ["--draft-max", str(args.draft_max)]
+    if mode.startswith("eagle"):
+        pass
+    elif mode in ("lookup", "medusa"):
         cmd += ["--spec", mode]
     elif mode.startswith("medusa="):
         cmd += ["--spec", "medusa", "--draft-heads", mode.split("=", 1)[1]]
@@ -117,7 +129,12 @@ def main():
         same = sum(r["output_ids"] == p["output_ids"] for r, p in zip(rs, plain))
         tps = tokens / ms * 1000
         acc = f"{accepted / drafted:.1%}" if drafted else "-"
-        print(f"| {mode.split('=')[0]}{' (' + os.path.basename(mode.split('=')[1]) + ')' if '=' in mode else ''} "
+        spec, _, tree = mode.partition("@")
+        label = spec.split("=")[0] + (" (" + os.path.basename(spec.split("=")[1]) + ")"
+                                      if "=" in spec else "")
+        if tree:
+            label += " depth {}, top-k {}, {} nodes".format(*tree.split(","))
+        print(f"| {label} "
               f"| {tokens} | {acc} | {tokens / forwards:.2f} | {tps:.1f} | {tps / base_tps:.2f}x "
               f"| {same}/{len(rs)} |")
         summary[mode] = dict(tokens=tokens, acceptance=accepted / drafted if drafted else None,

@@ -3,7 +3,7 @@
 # twin for a few steps of a tiny configuration on a few kilobytes of TinyStories text, exports both
 # GGUF files, and checks that llama.cpp's gguf-py accepts them and that unmask loads them; the same
 # for the block-diffusion twin's scripts (train, resume, export to GGUF and HF, distillation data)
-# and for Medusa heads (train_medusa.py, then generate --spec medusa with them).
+# and for draft heads (train_medusa.py and train_eagle.py, then generate --spec medusa / eagle).
 #   scripts/train/smoke_test.sh UNMASK_BINARY [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,6 +61,15 @@ test -s "$work/medusa/loss.svg" && test -s "$work/medusa/summary.json"
 "$unmask" generate -m "$work/ar.gguf" -p "Once upon a time" -n 16 --temperature 0 --json \
   --spec medusa > "$work/medusa.json"
 $py -c "import json; a=json.load(open('$work/plain.json')); b=json.load(open('$work/medusa.json')); \
+assert a['output_ids'] == b['output_ids'] and b['speculative']['drafted'] > 0, b"
+# An EAGLE draft layer the same way (two training-time-test passes), then --spec eagle: lossless.
+$py scripts/train/train_eagle.py --base "$work/ar.gguf" --stream "$work/distill.npy" --context 64 \
+  --passes 2 --epochs 1 --batch 2 --draft-vocab 100 --ffn 32 --threads 1 --log-dir "$work/eagle" \
+  --out "$work/ar.eagle.gguf"
+test -s "$work/eagle/loss.svg" && test -s "$work/eagle/summary.json"
+"$unmask" generate -m "$work/ar.gguf" -p "Once upon a time" -n 16 --temperature 0 --json \
+  --spec eagle > "$work/eagle.json"
+$py -c "import json; a=json.load(open('$work/plain.json')); b=json.load(open('$work/eagle.json')); \
 assert a['output_ids'] == b['output_ids'] and b['speculative']['drafted'] > 0, b"
 $py scripts/check_llamacpp_gguf.py "$work/llada.gguf"
 $py scripts/check_llamacpp_gguf.py "$work/ar.gguf"

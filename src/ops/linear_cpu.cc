@@ -283,28 +283,63 @@ int64_t FusedChunkRows(const LinearWeight::Impl& w) {
 // on SmolLM2 Q4_1, its 576 x 576 projections (190 KB stored) still gain from 2 threads.
 int64_t WorkBytes(const LinearWeight::Impl& w) { return 4 * w.n * w.k; }
 
+// Rows [c.first, c.first + c.rows) of W times the kM rows of x (xq: their int8 image, or null).
 template <int kM>
-void LinearFused(const LinearWeight::Impl& w, const float* x, float* y) {
+void FusedChunk(const LinearWeight::Impl& w, const Panel& c, const float* x, const QuantizedX* xq,
+                float* y) {
+  if (xq != nullptr && HasInt8Kernel(c.seg->dtype)) {
+    return FusedQuantRowsInt8(*c.seg, c.first, c.first + c.rows, *xq, w.n, y);
+  }
+  if (IsFusedQuantDType(c.seg->dtype)) {
+    return FusedQuantRows(*c.seg, c.first, c.first + c.rows, x, xq, kM, w.k, w.n, y);
+  }
+#if defined(UNMASK_FUSED_SIMD)
+  FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y);
+#else
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < static_cast<size_t>(w.k)) buffer.resize(static_cast<size_t>(w.k));
+  FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y, buffer.data());
+#endif
+}
+
+// y = x W^T for m <= kFusedMaxM rows of x, in groups of up to 4 rows (the kernels' widths). A
+// chunk of W's rows is read from memory once for all groups: each thread takes a chunk (about
+// 128 KB, L2-resident) and runs every group over it before the next, so a verification of up to
+// 16 tokens streams the weights once, as one token does. Each y[i, j] is computed by its group's
+// kernel the same way whatever the group size, so a row's result does not depend on m
+// (speculative verification of k drafts in one call gives the logits of k + 1 one-token calls).
+void LinearFusedGroups(const LinearWeight::Impl& w, const float* x, int64_t m, float* y) {
   const std::vector<Panel> chunks = MakePanels(w, FusedChunkRows(w));
-  // kM rows share each weight read but multiply the arithmetic: kM x the work of one row.
-  const int workers = ThreadsForBytes(kM * WorkBytes(w));
-  // x quantized once per call when segments of the Q8_0 / 4-/6-bit types take int8 activations.
-  const QuantizedX* xq = PrepareQuantizedX(w, x, kM);
+  // m rows share each weight read but multiply the arithmetic: m x the work of one row.
+  const int workers = ThreadsForBytes(m * WorkBytes(w));
+  const int64_t groups = (m + 3) / 4;
+  // x quantized once per call and group when segments of the Q8_0 / 4-/6-bit types take int8
+  // activations.
+  const QuantizedX* xq[4] = {};
+  for (int64_t g = 0; g < groups; ++g) {
+    xq[g] =
+        PrepareQuantizedX(w, x + 4 * g * w.k, std::min<int64_t>(4, m - 4 * g), static_cast<int>(g));
+  }
   ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), workers, [&](int64_t i) {
     const Panel& c = chunks[static_cast<size_t>(i)];
-    if (xq != nullptr && HasInt8Kernel(c.seg->dtype)) {
-      return FusedQuantRowsInt8(*c.seg, c.first, c.first + c.rows, *xq, w.n, y);
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* xg = x + 4 * g * w.k;
+      float* yg = y + 4 * g * w.n;
+      switch (std::min<int64_t>(4, m - 4 * g)) {
+        case 1:
+          FusedChunk<1>(w, c, xg, xq[g], yg);
+          break;
+        case 2:
+          FusedChunk<2>(w, c, xg, xq[g], yg);
+          break;
+        case 3:
+          FusedChunk<3>(w, c, xg, xq[g], yg);
+          break;
+        default:
+          FusedChunk<4>(w, c, xg, xq[g], yg);
+          break;
+      }
     }
-    if (IsFusedQuantDType(c.seg->dtype)) {
-      return FusedQuantRows(*c.seg, c.first, c.first + c.rows, x, xq, kM, w.k, w.n, y);
-    }
-#if defined(UNMASK_FUSED_SIMD)
-    FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y);
-#else
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < static_cast<size_t>(w.k)) buffer.resize(static_cast<size_t>(w.k));
-    FusedRows<kM>(*c.seg, c.first, c.first + c.rows, x, w.k, w.n, y, buffer.data());
-#endif
   });
 }
 
@@ -337,27 +372,7 @@ void LinearOnTheFly(const LinearWeight::Impl& w, const float* x, int64_t m, floa
   const int64_t k = w.k;
   const int64_t n = w.n;
   if (m <= kFusedMaxM && ActiveGemmProvider() != GemmProvider::kReference) {
-    // Groups of up to 4 rows. Each y[i, j] is computed the same way whatever the group size, so a
-    // row's result does not depend on m (speculative verification of k drafts in one call gives
-    // the logits that k + 1 single-token calls give).
-    for (int64_t i0 = 0; i0 < m; i0 += 4) {
-      const float* xi = x + i0 * k;
-      float* yi = y + i0 * n;
-      switch (std::min<int64_t>(4, m - i0)) {
-        case 1:
-          LinearFused<1>(w, xi, yi);
-          break;
-        case 2:
-          LinearFused<2>(w, xi, yi);
-          break;
-        case 3:
-          LinearFused<3>(w, xi, yi);
-          break;
-        default:
-          LinearFused<4>(w, xi, yi);
-          break;
-      }
-    }
+    LinearFusedGroups(w, x, m, y);
     return;
   }
   if (SgemmRunsNested()) {

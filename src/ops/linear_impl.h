@@ -75,10 +75,11 @@ struct QuantizedX {
 // with `pair_layout` (weights with Q4_0 / Q4_1 segments).
 void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_layout = true);
 
-// The int8 activations for one fused Linear call: x quantized into a buffer of the calling thread
-// when GetQuantActivations() is kInt8 and w has a segment with HasInt8Kernel; nullptr
-// otherwise (the f32 kernels run). Valid until the thread's next call.
-const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m);
+// The int8 activations for one fused Linear call: x quantized into buffer `slot` (0..3) of the
+// calling thread when GetQuantActivations() is kInt8 and w has a segment with HasInt8Kernel;
+// nullptr otherwise (the f32 kernels run). Valid until the thread's next call with that slot.
+const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m,
+                                    int slot = 0);
 
 // y[i, seg.row0 + j] = x[i, :] . W[seg.row0 + j, :] for i < m (1..4) and j in [j0, j1) of a
 // segment whose dtype IsFusedQuantDType; x [m, k], y [m, n]. Each weight block is read once and

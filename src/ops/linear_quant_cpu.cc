@@ -152,7 +152,8 @@ bool IsFusedQuantDType(DType dtype) {
 
 bool HasInt8Kernel(DType dtype) { return dtype == DType::kQ8_0 || IsFusedQuantDType(dtype); }
 
-const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m) {
+const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m,
+                                    int slot) {
   if (GetQuantActivations() != QuantActivations::kInt8) return nullptr;
   bool any = false, pairs = false;
   for (const auto& seg : w.segments) {
@@ -160,7 +161,8 @@ const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x,
     pairs = pairs || seg.dtype == DType::kQ4_0 || seg.dtype == DType::kQ4_1;
   }
   if (!any) return nullptr;
-  thread_local QuantizedX buffer;
+  thread_local QuantizedX buffers[4];
+  QuantizedX& buffer = buffers[slot & 3];
   QuantizeX(x, m, w.k, &buffer, pairs);
   return &buffer;
 }

@@ -74,15 +74,16 @@ void ProjectAr(const EngineSpec& e, const Workload& w, Costing& c, Projection& p
     const auto cached = prompt + static_cast<int64_t>(produced) - 1;
     const double ms = c.Forward(fed, fed, cached, true);
     if (spec && e.draft_cost > 0) {
-      // The drafter proposes draft_max tokens, one forward each, at draft_cost of a decode step.
-      c.total_ms += static_cast<double>(e.draft_max) * e.draft_cost * ms;
+      // The drafter's passes (draft_max forwards of a draft model, one pass of Medusa heads, one
+      // per level of an EAGLE tree), each at draft_cost of a decode step.
+      c.total_ms += static_cast<double>(e.passes()) * e.draft_cost * ms;
     }
     produced += per_forward;
     target_forwards += 1;
   }
   p.forwards =
       target_forwards +
-      (spec && e.draft_cost > 0 ? static_cast<double>(e.draft_max) * (target_forwards - 1) : 0.0);
+      (spec && e.draft_cost > 0 ? static_cast<double>(e.passes()) * (target_forwards - 1) : 0.0);
   p.tokens_per_forward = static_cast<double>(gen) / target_forwards;
 }
 
@@ -213,8 +214,20 @@ Status ValidateEngineSpec(const EngineSpec& e) {
     if (!(e.draft_cost >= 0.0 && std::isfinite(e.draft_cost))) {
       return InvalidArgumentError("draft_cost must be a finite number >= 0");
     }
+    if (e.draft_passes < -1) return InvalidArgumentError("draft_passes must be -1 or >= 0");
   }
   return Status::Ok();
+}
+
+double EagleDraftCost(const ModelConfig& c, int64_t draft_vocab) {
+  const double d = static_cast<double>(c.hidden_size);
+  const double q = static_cast<double>(c.num_heads * c.head_dim);
+  const double kv = static_cast<double>(c.num_kv_heads * c.head_dim);
+  const double ffn = static_cast<double>(c.ffn_size);
+  const double head = static_cast<double>(std::min(draft_vocab, c.vocab_size)) * d;
+  const double layer = 2 * d * d + 2 * d * q + 2 * d * kv + 3 * d * ffn + head;
+  const double model = static_cast<double>(c.NumParameters());
+  return model > 0 ? layer / model : 0.0;
 }
 
 StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,

@@ -47,13 +47,17 @@ enum class DiffusionCache { kNone, kPrefix, kDual };
 struct EngineSpec {
   std::string name;  // "ar", "ar+spec", "diffusion-exact", ...
   EngineKind kind = EngineKind::kAr;
-  // kArSpeculative: drafts per verify forward (gamma) and the mean tokens committed per verify
-  // forward, bonus token included (tau, in [1, gamma + 1]; SERVING.md §3). draft_cost: the
-  // drafter's forward time relative to a target decode forward at the same batch (0: prompt
-  // lookup, no model).
+  // kArSpeculative: drafts per verify forward (gamma: a chain's tokens or a tree's nodes; the
+  // verify forward feeds gamma + 1 tokens) and the mean tokens committed per verify forward, bonus
+  // token included (tau, in [1, gamma + 1]; SERVING.md §3). draft_cost: one drafter pass's time
+  // relative to a target decode forward at the same batch (0: prompt lookup, no model);
+  // draft_passes: drafter passes per verify step, -1 for gamma (a draft model, one forward per
+  // drafted token); Medusa heads make 1, an EAGLE draft layer one per tree level.
   int64_t draft_max = 3;
   double tokens_per_verify = 1;
   double draft_cost = 0;
+  int64_t draft_passes = -1;
+  int64_t passes() const { return draft_passes < 0 ? draft_max : draft_passes; }
   // kDiffusion: semi-autoregressive block length N and tokens committed per forward k (exact
   // LLaDA decoding with steps == gen_length: 1). Cache: kNone feeds the whole canvas every forward
   // (LLaDA reference); kPrefix / kDual refresh every K/V with one full forward per block, then
@@ -114,6 +118,12 @@ struct Projection {
 // forward; a mixture-of-experts model's routed experts count only those a forward is expected to
 // touch (ModelConfig::ExpectedExpertsHit of batch x positions fed, per MoE layer). Errors:
 // InvalidArgument for a bad spec, workload (lengths >= 1) or batch.
+// One EAGLE draft-layer pass relative to a decode forward of `c`, for EngineSpec::draft_cost: the
+// layer's weights (model/eagle_head.h: fc [d, 2d], one decoder layer of the model's attention and
+// FFN shapes, a draft head of min(draft_vocab, vocab) rows) over the model's parameters (batch 1
+// is memory-bound: the pass reads its weights once, as the forward reads the model's).
+double EagleDraftCost(const ModelConfig& c, int64_t draft_vocab);
+
 StatusOr<Projection> Project(const ModelConfig& model, const EngineSpec& engine,
                              const Workload& workload, const MachineRates& machine, int64_t batch);
 

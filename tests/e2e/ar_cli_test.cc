@@ -157,11 +157,15 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
            "--spec draft --draft-model " +
                testing::TwinPath("llada"),  // diffusion model as AR drafter
            "--draft-model /nonexistent.gguf", "--top-p 0", "--top-p 1.5", "--min-p -1",
-           "--repeat-penalty 0", "--draft-max 0", "--spec eagle", "--n-predict -5",
+           "--repeat-penalty 0", "--draft-max 0", "--spec hydra", "--n-predict -5",
            // Medusa: heads that are not a heads file, heads with another mode or a draft model
            "--draft-heads " + testing::TwinPath("ar"),
            "--spec lookup --draft-heads " + MedusaHeadsPathFor(testing::TwinPath("ar")),
-           "--spec medusa --draft-model " + testing::TwinPath("ar")}) {
+           "--spec medusa --draft-model " + testing::TwinPath("ar"),
+           // EAGLE: Medusa heads given as the layer, a draft model, tree sizes out of range
+           "--spec eagle --draft-heads " + MedusaHeadsPathFor(testing::TwinPath("ar")),
+           "--spec eagle --draft-model " + testing::TwinPath("ar"), "--spec eagle --draft-depth 0",
+           "--spec eagle --draft-topk 17", "--spec eagle --draft-max 16"}) {
     const auto r = RunUnmask(base + bad);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_NE(r.exit_code, -1) << bad;  // not a crash
@@ -192,6 +196,31 @@ TEST(ArCliTest, MedusaFindsTheHeadsBesideTheModelAndIsLossless) {
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("unmask-tinystories-ar-draft.medusa.gguf"), std::string::npos)
       << none.err;
+}
+
+// --spec eagle finds the draft layer beside the model (MODEL.eagle.gguf), drafts trees and gives
+// the plain greedy tokens; --draft-heads names a layer file (its kind implies --spec eagle).
+TEST(ArCliTest, EagleFindsTheLayerBesideTheModelAndIsLossless) {
+  const std::string base = "generate -m " + testing::TwinPath("ar") +
+                           " -p 'Once upon a time' -n 40 -t 1 --temperature 0 --json";
+  const nlohmann::json plain = Json(RunUnmask(base));
+  for (const std::string& flags : {std::string(" --spec eagle"),
+                                   std::string(" --spec eagle --draft-depth 3 --draft-topk 3 "
+                                               "--draft-max 9"),
+                                   " --draft-heads " + testing::SourceDir() +
+                                       "/tests/data/golden/eagle/random-twin.eagle.gguf"}) {
+    const nlohmann::json eagle = Json(RunUnmask(base + flags));
+    EXPECT_EQ(eagle["output_ids"], plain["output_ids"]) << flags;
+    EXPECT_EQ(eagle["speculative"]["mode"], "eagle") << flags;
+    EXPECT_GT(eagle["speculative"]["drafted"].get<int64_t>(), 0) << flags;
+    EXPECT_GT(eagle["speculative"]["draft_forwards"].get<int64_t>(), 0) << flags;
+  }
+  const nlohmann::json trained = Json(RunUnmask(base + " --spec eagle"));
+  EXPECT_LT(trained["nfe"].get<int64_t>(), plain["nfe"].get<int64_t>());
+  const auto none =
+      RunUnmask("generate -m " + testing::TwinPath("ar-draft") + " -p Once -n 4 -t 1 --spec eagle");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("unmask-tinystories-ar-draft.eagle.gguf"), std::string::npos) << none.err;
 }
 
 TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {

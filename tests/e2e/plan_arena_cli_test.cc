@@ -34,8 +34,9 @@ void ExpectOneLineError(const testing::CliResult& r, const std::string& needle) 
 TEST(PlanCliTest, DefaultReportPrintsAssumptionsTablesAndTheCrossover) {
   const auto r = RunUnmask("plan");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"Assumptions:", "## h100-sxm", "## h200", "| batch |", "winner",
-                        "diffusion-fast", "ar+spec", "$/M tokens", "llada-8b", "llama-3-8b"}) {
+  for (const char* s :
+       {"Assumptions:", "## h100-sxm", "## h200", "| batch |", "winner", "diffusion-fast",
+        "ar+spec", "ar+eagle", "$/M tokens", "llada-8b", "llama-3-8b"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   }
   EXPECT_TRUE(r.out.find("AR catches up") != std::string::npos ||
@@ -64,7 +65,7 @@ TEST(PlanCliTest, JsonSvgAndAGgufModel) {
   ASSERT_TRUE(j.is_object()) << r.out;
   ASSERT_EQ(j["hardware"].size(), 2u);
   EXPECT_EQ(j["hardware"][0]["id"], "cpu");
-  EXPECT_EQ(j["hardware"][0]["rows"].size(), 4u * 3u);  // 4 engines x 3 batch sizes
+  EXPECT_EQ(j["hardware"][0]["rows"].size(), 5u * 3u);  // 5 engines x 3 batch sizes
   EXPECT_EQ(j["hardware"][0]["ar_model"], "unmask-tinystories-llada-as-ar");
   for (const auto& row : j["hardware"][1]["rows"]) {
     EXPECT_GT(row["tokens_per_second"].get<double>(), 0);
@@ -85,6 +86,8 @@ TEST(PlanCliTest, BadInputIsAOneLineError) {
   ExpectOneLineError(RunUnmask("plan --hardware a100 --dtype fp8"), "a100 has no fp8 peak");
   ExpectOneLineError(RunUnmask("plan --fast-tokens-per-forward 64"), "tokens_per_forward");
   ExpectOneLineError(RunUnmask("plan --tokens-per-verify 9"), "tokens_per_verify");
+  ExpectOneLineError(RunUnmask("plan --eagle-nodes 2 --eagle-tokens-per-verify 4"),
+                     "tokens_per_verify");
   ExpectOneLineError(RunUnmask("plan --model llada-8b,dream-7b"), "at most one diffusion");
   ExpectOneLineError(RunUnmask("plan --model /nonexistent.gguf"), "/nonexistent.gguf");
   const std::string bad = testing::TempDir() + "/bad_hardware.json";

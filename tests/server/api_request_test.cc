@@ -91,6 +91,20 @@ TEST(ApiRequestTest, UnknownFieldsAreRefusedWithTheClosestName) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "mirostat");
   EXPECT_EQ(e->message.find("did you mean"), std::string::npos) << e->message;
+  // A huge unknown name (found by fuzz/openai_request_fuzz.cc: slow to compare) is refused at once
+  // and echoed cut at a character boundary ("é" is two bytes: byte 64 is inside one).
+  const std::string huge = "x" + std::string(1 << 20, 'q');
+  e = Parse(R"({"model":"m","prompt":"x",")" + huge + R"(":1})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "unknown_parameter");
+  EXPECT_EQ(e->param, "x" + std::string(63, 'q') + "...");
+  std::string accented = "x";
+  for (int i = 0; i < 40; ++i) accented += "\u00e9";
+  e = Parse(R"({"model":"m","prompt":"x",")" + accented + R"(":1})");
+  ASSERT_TRUE(e);
+  std::string want = "x";
+  for (int i = 0; i < 31; ++i) want += "\xc3\xa9";
+  EXPECT_EQ(e->param, want + "...");
   // The accepted list is sorted (binary search) and holds every field the parser reads.
   const auto fields = AcceptedFields();
   EXPECT_TRUE(std::is_sorted(fields.begin(), fields.end()));

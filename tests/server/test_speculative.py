@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Speculative decoding through `unmask serve`, with the official openai client:
 
-- The AR twin's Medusa heads (models/unmask-tinystories-ar.medusa.gguf, beside the model) are
-  found at start; /v1/models lists the "speculative" values each model takes (the draft model,
-  which has no heads: no "medusa"; the diffusion twin: none).
-- Greedy output with "speculative": "medusa" and "lookup" is the plain output, token for token,
-  alone and in one continuous batch with plain requests (the heads read each request's own rows
-  of the batch's hidden states); streamed pieces add up to the same text; Medusa drafted tokens.
-- "medusa" for a model without heads is a 400 naming the missing file; for a diffusion model a
-  400 (an AR parameter); sampling with Medusa runs.
-- `--spec-medusa` makes it the default of the models that have heads; "none" turns it off.
-- A heads file beside a model that does not load (garbage) stops the server's start with an
-  error naming it.
+- The AR twin's Medusa heads and EAGLE draft layer (models/unmask-tinystories-ar.medusa.gguf,
+  .eagle.gguf, beside the model) are found at start; /v1/models lists the "speculative" values
+  each model takes (the draft model, which has neither: no "medusa", no "eagle"; the diffusion
+  twin: none).
+- Greedy output with "speculative": "eagle", "medusa" and "lookup" is the plain output, token
+  for token, alone and in one continuous batch with plain requests (the heads read each request's
+  own rows of the batch's hidden states; EAGLE's trees are verified beside plain rows); streamed
+  pieces add up to the same text; Medusa and EAGLE drafted tokens.
+- "medusa" / "eagle" for a model without heads is a 400 naming the missing file; for a diffusion
+  model a 400 (an AR parameter); sampling with Medusa and with EAGLE runs.
+- `--spec-medusa` / `--spec-eagle` make them the default of the models that have heads; "none"
+  turns it off.
+- A heads or draft-layer file beside a model that does not load (garbage) stops the server's
+  start with an error naming it.
 
 Prints one line per check; exits 1 if any check failed.
 
@@ -45,8 +48,8 @@ def completion(client, prompt, spec=None, max_tokens=48, temperature=0.0, model=
 def models_list_the_modes(url, client):
     s, _, obj, data = raw_json(url, "GET", "/v1/models")
     by_id = {m["id"]: m.get("x_unmask", {}) for m in obj["data"]}
-    check(by_id[AR_ID].get("speculative") == ["none", "lookup", "medusa"],
-          "/v1/models: the AR twin takes none, lookup, medusa", repr(by_id[AR_ID]))
+    check(by_id[AR_ID].get("speculative") == ["none", "lookup", "medusa", "eagle"],
+          "/v1/models: the AR twin takes none, lookup, medusa, eagle", repr(by_id[AR_ID]))
     check(by_id[DRAFT_ID].get("speculative") == ["none", "lookup"],
           "/v1/models: the draft model (no heads) takes none, lookup", repr(by_id[DRAFT_ID]))
     check(by_id[LLADA_ID].get("speculative") == [], "/v1/models: the diffusion twin takes none",
@@ -54,25 +57,29 @@ def models_list_the_modes(url, client):
 
 
 def greedy_is_lossless(url, client):
-    drafted = accepted = 0
+    drafted = {"medusa": 0, "eagle": 0}
+    accepted = dict(drafted)
     for p in PROMPTS:
         plain, xu_plain = completion(client, p)
         check("speculative" not in xu_plain, f"plain {p[:20]!r}: no speculative stats",
               repr(xu_plain))
-        for spec in ("medusa", "lookup"):
+        for spec in ("eagle", "medusa", "lookup"):
             text, xu = completion(client, p, spec)
             check(text == plain, f"{spec} {p[:20]!r}: the plain greedy text", f"{text!r} vs {plain!r}")
-            if spec == "medusa":
-                drafted += xu.get("speculative", {}).get("drafted", 0)
-                accepted += xu.get("speculative", {}).get("accepted", 0)
-    check(drafted > 0, f"medusa drafted tokens ({drafted} drafted, {accepted} accepted)",
-          str(drafted))
+            if spec in drafted:
+                drafted[spec] += xu.get("speculative", {}).get("drafted", 0)
+                accepted[spec] += xu.get("speculative", {}).get("accepted", 0)
+    for spec in drafted:
+        check(drafted[spec] > 0,
+              f"{spec} drafted tokens ({drafted[spec]} drafted, {accepted[spec]} accepted)",
+              str(drafted[spec]))
 
 
 def batched_with_plain_requests(url, client):
-    # Alone first (the references), then 8 at once: medusa and plain interleaved in one batch.
+    # Alone first (the references), then 12 at once: eagle, medusa and plain interleaved in one
+    # batch.
     alone = {p: completion(client, p)[0] for p in PROMPTS}
-    jobs = [(p, spec) for p in PROMPTS for spec in ("medusa", None)]
+    jobs = [(p, spec) for p in PROMPTS for spec in ("eagle", "medusa", None)]
     with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
         got = list(pool.map(lambda j: completion(client, j[0], j[1])[0], jobs))
     for (p, spec), text in zip(jobs, got):
@@ -82,19 +89,21 @@ def batched_with_plain_requests(url, client):
 
 def streamed_pieces_add_up(url, client):
     plain, _ = completion(client, PROMPTS[0])
-    stream = client.completions.create(model=AR_ID, prompt=PROMPTS[0], max_tokens=48,
-                                       temperature=0, stream=True,
-                                       extra_body={"speculative": "medusa"})
-    pieces = [c.choices[0].text for c in stream if c.choices]
-    check("".join(pieces) == plain, "streamed medusa pieces add up to the plain text",
-          f"{''.join(pieces)!r} vs {plain!r}")
+    for spec in ("medusa", "eagle"):
+        stream = client.completions.create(model=AR_ID, prompt=PROMPTS[0], max_tokens=48,
+                                           temperature=0, stream=True,
+                                           extra_body={"speculative": spec})
+        pieces = [c.choices[0].text for c in stream if c.choices]
+        check("".join(pieces) == plain, f"streamed {spec} pieces add up to the plain text",
+              f"{''.join(pieces)!r} vs {plain!r}")
 
 
 def sampling_runs(url, client):
-    r = client.completions.create(model=AR_ID, prompt=PROMPTS[1], max_tokens=32, temperature=0.8,
-                                  extra_body={"speculative": "medusa", "seed": 7})
-    check(r.usage.completion_tokens > 0 and r.choices[0].finish_reason in ("stop", "length"),
-          "medusa with temperature 0.8 answers", repr(r.usage))
+    for spec in ("medusa", "eagle"):
+        r = client.completions.create(model=AR_ID, prompt=PROMPTS[1], max_tokens=32,
+                                      temperature=0.8, extra_body={"speculative": spec, "seed": 7})
+        check(r.usage.completion_tokens > 0 and r.choices[0].finish_reason in ("stop", "length"),
+              f"{spec} with temperature 0.8 answers", repr(r.usage))
 
 
 def refused_where_it_cannot_run(url, client):
@@ -110,8 +119,14 @@ def refused_where_it_cannot_run(url, client):
     check(s == 400 and "speculative" in data.decode(errors="replace"),
           "medusa on a diffusion model: 400", f"{s} {data[:300]!r}")
     s, _, obj, data = raw_json(url, "POST", "/v1/completions",
-                               {"model": AR_ID, "prompt": "Tom", "max_tokens": 4,
+                               {"model": DRAFT_ID, "prompt": "Tom", "max_tokens": 4,
                                 "speculative": "eagle"})
+    msg = obj.get("error", {}).get("message", "") if isinstance(obj, dict) else ""
+    check(s == 400 and obj["error"].get("param") == "speculative" and "eagle.gguf" in msg,
+          "eagle on a model without a draft layer: 400 naming the file", f"{s} {data[:300]!r}")
+    s, _, obj, data = raw_json(url, "POST", "/v1/completions",
+                               {"model": AR_ID, "prompt": "Tom", "max_tokens": 4,
+                                "speculative": "hydra"})
     check(s == 400 and obj["error"].get("param") == "speculative",
           "an unknown speculative mode: 400", f"{s} {data[:300]!r}")
 
@@ -127,24 +142,36 @@ def spec_medusa_is_the_default(url, client):
           repr(xu))
 
 
+def spec_eagle_is_the_default(url, client):
+    plain, _ = completion(client, PROMPTS[2], "none")
+    text, xu = completion(client, PROMPTS[2])
+    check(xu.get("speculative", {}).get("drafted", 0) > 0 and text == plain,
+          "--spec-eagle: a request without 'speculative' drafts trees, the plain text", repr(xu))
+    _, xu = completion(client, PROMPTS[0], model=DRAFT_ID)
+    check("speculative" not in xu, "--spec-eagle: a model without a layer decodes plainly",
+          repr(xu))
+
+
 def bad_heads_stop_the_start(unmask):
-    d = tempfile.mkdtemp(prefix="unmask-medusa-")
-    try:
-        os.symlink(AR, os.path.join(d, "m.gguf"))
-        with open(os.path.join(d, "m.medusa.gguf"), "wb") as f:
-            f.write(b"GGUF\x03\x00\x00\x00garbage")
+    rc = 0
+    for kind, name in (("medusa", "Medusa heads"), ("eagle", "EAGLE draft layer")):
+        d = tempfile.mkdtemp(prefix=f"unmask-{kind}-")
         try:
-            with UnmaskServer(unmask, ["-m", os.path.join(d, "m.gguf"), "-t", "1"]):
-                ok, detail = False, "the server started"
-        except RuntimeError as e:
-            ok, detail = "Medusa heads" in str(e) and "m.medusa.gguf" in str(e), str(e)[-300:]
-        check(ok, "a heads file that does not load stops the start, naming it", detail)
-        return 0
-    except Exception as e:  # noqa: BLE001 (one failing check, reported)
-        print(f"FAIL  bad_heads_stop_the_start: {e}", flush=True)
-        return 1
-    finally:
-        shutil.rmtree(d)
+            os.symlink(AR, os.path.join(d, "m.gguf"))
+            with open(os.path.join(d, f"m.{kind}.gguf"), "wb") as f:
+                f.write(b"GGUF\x03\x00\x00\x00garbage")
+            try:
+                with UnmaskServer(unmask, ["-m", os.path.join(d, "m.gguf"), "-t", "1"]):
+                    ok, detail = False, "the server started"
+            except RuntimeError as e:
+                ok, detail = name in str(e) and f"m.{kind}.gguf" in str(e), str(e)[-300:]
+            check(ok, f"a {kind} file that does not load stops the start, naming it", detail)
+        except Exception as e:  # noqa: BLE001 (one failing check, reported)
+            print(f"FAIL  bad_heads_stop_the_start ({kind}): {e}", flush=True)
+            rc = 1
+        finally:
+            shutil.rmtree(d)
+    return rc
 
 
 def main():
@@ -157,6 +184,7 @@ def main():
                    [models_list_the_modes, greedy_is_lossless, batched_with_plain_requests,
                     streamed_pieces_add_up, sampling_runs, refused_where_it_cannot_run])
     rc |= run_tests(args.unmask, base + ["--spec-medusa"], [spec_medusa_is_the_default])
+    rc |= run_tests(args.unmask, base + ["--spec-eagle"], [spec_eagle_is_the_default])
     rc |= bad_heads_stop_the_start(args.unmask)
     return rc
 

@@ -28,5 +28,14 @@ TEST(SuggestTest, ClosestNameWithinAThirdOfTheWord) {
   EXPECT_EQ(ClosestName("x", std::vector<std::string>{}), "");
 }
 
+TEST(SuggestTest, NamesTooFarInLengthAreNotCompared) {
+  // A name within the threshold must be within it in length too; a huge word (an unknown field of
+  // a hostile request) is answered without comparing it, and near-length names still are.
+  const std::vector<std::string> names = {"max_tokens", "temperature"};
+  EXPECT_EQ(ClosestName(std::string(1 << 24, 'q'), names), "");
+  EXPECT_EQ(ClosestName("max_tokenz", names), "max_tokens");
+  EXPECT_EQ(ClosestName("temperatures", names), "temperature");
+}
+
 }  // namespace
 }  // namespace unmask::tools

@@ -82,6 +82,22 @@ void PlanCommand::AddTo(CLI::App& app) {
                  "most --draft-max + 1)")
       ->check(FiniteIn(1, 65))
       ->capture_default_str();
+  app.add_option("--eagle-nodes", eagle_nodes,
+                 "ar+eagle: draft-tree nodes verified per forward (0 leaves ar+eagle out)")
+      ->check(IntegerIn(0, 64))
+      ->capture_default_str();
+  app.add_option("--eagle-depth", eagle_depth, "ar+eagle: tree levels, one draft-layer pass each")
+      ->check(IntegerIn(1, 16))
+      ->capture_default_str();
+  app.add_option("--eagle-tokens-per-verify", eagle_tau,
+                 "ar+eagle: mean tokens committed per verify forward, bonus included (SGLang's "
+                 "EAGLE-3 on Llama-3.1-8B: about 3 to 4; measure yours with unmask bench arena)")
+      ->check(FiniteIn(1, 65))
+      ->capture_default_str();
+  app.add_option("--eagle-draft-vocab", eagle_draft_vocab,
+                 "ar+eagle: rows of the draft head (EAGLE-3: 32768 for a 128k vocabulary)")
+      ->check(IntegerIn(1, 1 << 24))
+      ->capture_default_str();
   app.add_option("--overhead-ms", overhead_ms, "fixed cost per forward (launches, syncs), ms")
       ->check(FiniteIn(0, 60000))
       ->capture_default_str();
@@ -168,6 +184,16 @@ int PlanCommand::Run() const {
                 std::min<double>(fast_tokens_per_forward, in.diffusion.config.block_length),
                 draft_max, tokens_per_verify)
           : DefaultPlanEngines(block_length, fast_tokens_per_forward, draft_max, tokens_per_verify);
+  if (eagle_nodes > 0) {
+    // After ar+spec: an EAGLE draft layer of the AR model's own shapes, one pass per tree level.
+    plan::EngineSpec eagle{.name = "ar+eagle",
+                           .kind = plan::EngineKind::kArSpeculative,
+                           .draft_max = eagle_nodes,
+                           .tokens_per_verify = eagle_tau,
+                           .draft_cost = plan::EagleDraftCost(in.ar.config, eagle_draft_vocab),
+                           .draft_passes = eagle_depth};
+    in.engines.insert(in.engines.begin() + 2, eagle);
+  }
   for (const plan::EngineSpec& e : in.engines) {
     if (Status s = plan::ValidateEngineSpec(e); !s.ok()) return FailWith(kWho, s);
   }

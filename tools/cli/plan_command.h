@@ -25,7 +25,14 @@ struct PlanCommand {
   double fast_tokens_per_forward = 3;  // diffusion-fast k
   int64_t draft_max = 3;
   double tokens_per_verify = 2.5;  // AR+spec tau
-  double overhead_ms = 0;          // per forward
+  // ar+eagle: an EAGLE-2 tree of eagle_nodes drafts over eagle_depth levels, eagle_tau tokens
+  // committed per verify forward, a draft head of eagle_draft_vocab rows (EAGLE-3's 32k for
+  // Llama 3); 0 nodes leaves the engine out.
+  int64_t eagle_nodes = 6;
+  int64_t eagle_depth = 4;
+  double eagle_tau = 3.0;
+  int64_t eagle_draft_vocab = 32768;
+  double overhead_ms = 0;  // per forward
   std::string hardware_file;
   std::string output = "md";
   std::string svg_dir;

@@ -154,10 +154,14 @@ std::vector<std::string> PlanAssumptions(const PlanInputs& in, const std::string
   for (const plan::EngineSpec& e : in.engines) {
     if (e.kind == plan::EngineKind::kArSpeculative) {
       a.push_back(e.name + ": " + std::to_string(e.draft_max) + " drafts verified per forward, " +
-                  Fixed(e.tokens_per_verify, 2) +
-                  " tokens committed per verify forward (llama.cpp reports 72% acceptance for "
-                  "Llama-3.1-8B with a 1B drafter); drafts cost " +
-                  (e.draft_cost > 0 ? Fixed(e.draft_cost, 2) + " of a target forward each"
+                  Fixed(e.tokens_per_verify, 2) + " tokens committed per verify forward" +
+                  (e.draft_passes < 0
+                       ? " (llama.cpp reports 72% acceptance for Llama-3.1-8B with a 1B "
+                         "drafter)"
+                       : " (an EAGLE-2 tree: the draft layer runs once per level)") +
+                  "; drafting costs " +
+                  (e.draft_cost > 0 ? std::to_string(e.passes()) + " pass(es) of " +
+                                          Fixed(e.draft_cost, 3) + " of a target forward each"
                                     : std::string("nothing (prompt lookup)")));
     } else if (e.block_diffusion()) {
       a.push_back(e.name + ": block-causal attention over blocks of " +

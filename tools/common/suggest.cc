@@ -34,6 +34,11 @@ std::string ClosestName(std::string_view word, std::span<const std::string> name
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& name : names) {
+    // The distance is at least the difference in length: a name that cannot be close enough is
+    // not compared, so a megabyte-long unknown field costs nothing (found by
+    // fuzz/openai_request_fuzz.cc: a 1.3 KB key took 0.4 s under the sanitizers).
+    const size_t shorter = std::min(word.size(), name.size());
+    if (std::max(word.size(), name.size()) - shorter > limit) continue;
     const size_t d = NameDistance(word, name);
     if (d < best_distance) {
       best_distance = d;

@@ -16,7 +16,8 @@ size_t NameDistance(std::string_view a, std::string_view b);
 
 // The name in `names` closest to `word`, or "" when none is within max(1, |word| / 3) edits (a
 // suggestion further away than that is noise). Ties go to the earlier name. Leading dashes are
-// compared too: pass flags with their dashes.
+// compared too: pass flags with their dashes. Costs O(|word| x |name|) only for names whose length
+// is within that many edits of the word's, so an arbitrarily long word is answered at once.
 std::string ClosestName(std::string_view word, std::span<const std::string> names);
 
 }  // namespace unmask::tools

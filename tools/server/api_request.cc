@@ -226,8 +226,15 @@ std::optional<ApiError> ParseApiRequest(const std::string& body, bool chat, ApiR
     const auto fields = AcceptedFields();
     if (std::binary_search(fields.begin(), fields.end(), key)) continue;
     const std::string close = tools::ClosestName(key, fields);
-    return Unsupported(key,
-                       "unknown field '" + key + "'" +
+    // A long unknown name is echoed cut (at a UTF-8 character boundary), not whole.
+    std::string shown = key;
+    if (shown.size() > 64) {
+      size_t n = 64;
+      while (n > 0 && (static_cast<unsigned char>(shown[n]) & 0xC0) == 0x80) --n;
+      shown = shown.substr(0, n) + "...";
+    }
+    return Unsupported(shown,
+                       "unknown field '" + shown + "'" +
                            (close.empty() ? "" : " (did you mean '" + close + "'?)") +
                            "; the accepted fields are listed in docs/serving.md",
                        "unknown_parameter");

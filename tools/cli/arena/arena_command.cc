@@ -104,8 +104,8 @@ struct Prediction {
 };
 
 // The planner's projection for this machine of one measured point (see ArenaMarkdown's note).
-// head_bytes: the bytes of draft heads read per step (Medusa heads once, an EAGLE layer once per
-// tree level), 0 for other modes.
+// head_bytes: the bytes of the draft heads read per drafter pass (Medusa heads, an EAGLE layer),
+// 0 for other modes.
 StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
                                 const LoadedModel& target, const LoadedModel* drafter,
                                 double head_bytes, const ArenaReport& r,
@@ -136,8 +136,6 @@ StatusOr<Prediction> PredictTps(const ArenaMode& mode, const ArenaRow& measured,
     if (drafter != nullptr) {
       draft_cost = static_cast<double>(drafter->model->weight_bytes()) /
                    static_cast<double>(target.model->weight_bytes());
-      // The diffusion drafter proposes the whole draft in one forward.
-      if (mode.drafter == ArenaDrafter::kDiffusion) draft_cost /= mode.draft_max;
     }
     if (head_bytes > 0) draft_cost = head_bytes / static_cast<double>(target.model->weight_bytes());
   }
@@ -658,12 +656,11 @@ int ArenaCommand::Run() const {
     const LoadedModel* drafter = mode->drafter == ArenaDrafter::kModel       ? models.draft
                                  : mode->drafter == ArenaDrafter::kDiffusion ? models.diffusion
                                                                              : nullptr;
-    const double head_bytes =
-        mode->drafter == ArenaDrafter::kMedusa && models.medusa != nullptr
-            ? static_cast<double>(models.medusa->weight_bytes())
-        : mode->drafter == ArenaDrafter::kEagle && models.eagle != nullptr
-            ? static_cast<double>(models.eagle->weight_bytes()) * EagleDrafterParams{}.depth
-            : 0.0;
+    const double head_bytes = mode->drafter == ArenaDrafter::kMedusa && models.medusa != nullptr
+                                  ? static_cast<double>(models.medusa->weight_bytes())
+                              : mode->drafter == ArenaDrafter::kEagle && models.eagle != nullptr
+                                  ? static_cast<double>(models.eagle->weight_bytes())
+                                  : 0.0;
     auto roofline = PredictTps(*mode, row, target, drafter, head_bytes, r, nullptr);
     auto tps = PredictTps(*mode, row, target, drafter, head_bytes, r, &measured_rates[&target]);
     if (!roofline.ok() || !tps.ok()) {

@@ -165,6 +165,19 @@ plan::EngineSpec ArenaPlannerSpec(const ArenaMode& mode, int64_t block_length,
   e.tokens_per_verify =
       std::clamp(tokens_per_forward, 1.0, static_cast<double>(mode.draft_max + 1));
   e.draft_cost = draft_cost;
+  // One pass proposes the whole draft: the diffusion drafter's forward, the Medusa heads; an EAGLE
+  // layer makes one per tree level; a draft model one per token (draft_max).
+  switch (mode.drafter) {
+    case ArenaDrafter::kDiffusion:
+    case ArenaDrafter::kMedusa:
+      e.draft_passes = 1;
+      break;
+    case ArenaDrafter::kEagle:
+      e.draft_passes = EagleDrafterParams{}.depth;
+      break;
+    default:
+      break;
+  }
   return e;
 }
 
