@@ -79,7 +79,9 @@ class EagleLayer(torch.nn.Module):
         att = self.scores(q, k).masked_fill(~mask[:, None], float("-inf"))
         return self.finish(x, self.mix(att.softmax(-1), v))
 
-    def export(self, path, name, vocab, draft_ids):
+    def export(self, path, name, vocab, draft_ids, dtype="f16"):
+        """Writes the layer as a GGUF of architecture 'eagle' (src/model/eagle_head.h); matrices
+        in f16 or q8_0 (llama.cpp's 8-bit blocks: half the bytes a drafter pass reads)."""
         w = gguf.GGUFWriter(str(path), "eagle")
         w.add_name(name)
         w.add_uint32("eagle.embedding_length", self.dim)
@@ -91,17 +93,28 @@ class EagleLayer(torch.nn.Module):
             w.add_array("eagle.draft_vocab", [int(i) for i in draft_ids])
 
         def f16(t):
-            return t.detach().numpy().astype(np.float16)
-        w.add_tensor("eagle.fc.weight", f16(self.fc.weight))
-        w.add_tensor("eagle.attn_q.weight", f16(self.wq.weight))
-        w.add_tensor("eagle.attn_k.weight", f16(self.wk.weight))
-        w.add_tensor("eagle.attn_v.weight", f16(self.wv.weight))
-        w.add_tensor("eagle.attn_output.weight", f16(self.wo.weight))
+            a = t.detach().numpy().astype(np.float32)
+            if dtype == "q8_0" and a.shape[-1] % 32 == 0:
+                q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)
+                return (q, gguf.GGMLQuantizationType.Q8_0)
+            return (a.astype(np.float16), None)
+
+        def add(key, t):
+            data, raw = f16(t)
+            if raw is None:
+                w.add_tensor(key, data)
+            else:
+                w.add_tensor(key, data, raw_dtype=raw)
+        add("eagle.fc.weight", self.fc.weight)
+        add("eagle.attn_q.weight", self.wq.weight)
+        add("eagle.attn_k.weight", self.wk.weight)
+        add("eagle.attn_v.weight", self.wv.weight)
+        add("eagle.attn_output.weight", self.wo.weight)
         w.add_tensor("eagle.ffn_norm.weight", self.ffn_norm.detach().numpy().astype(np.float32))
-        w.add_tensor("eagle.ffn_gate.weight", f16(self.gate.weight))
-        w.add_tensor("eagle.ffn_up.weight", f16(self.up.weight))
-        w.add_tensor("eagle.ffn_down.weight", f16(self.down.weight))
-        w.add_tensor("eagle.output.weight", f16(self.output))
+        add("eagle.ffn_gate.weight", self.gate.weight)
+        add("eagle.ffn_up.weight", self.up.weight)
+        add("eagle.ffn_down.weight", self.down.weight)
+        add("eagle.output.weight", self.output)
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
@@ -109,7 +122,7 @@ class EagleLayer(torch.nn.Module):
 
 
 def load_eagle(path, base):
-    """An exported draft layer (f16 tensors as float32) for `base` (llama_gguf.LlamaGguf: its
+    """An exported draft layer (its tensors dequantized to float32) for `base` (llama_gguf.LlamaGguf: its
     embedding, RMSNorm epsilon and RoPE base). Returns (layer, draft ids or None)."""
     reader = gguf.GGUFReader(str(path))
 
@@ -117,7 +130,8 @@ def load_eagle(path, base):
         f = reader.fields[key]
         return f.parts[f.data[0]][0].item()
     t = {x.name: torch.from_numpy(
-        np.array(x.data, dtype=np.float32).reshape([int(d) for d in reversed(x.shape)]))
+        gguf.quants.dequantize(x.data, x.tensor_type).astype(np.float32).reshape(
+            [int(d) for d in reversed(x.shape)]))
         for x in reader.tensors}
     dim, heads = val("eagle.embedding_length"), val("eagle.attention.head_count")
     draft = None

@@ -162,6 +162,8 @@ def main():
     ap.add_argument("--draft-vocab", type=int, default=0,
                     help="draft logits over the N most frequent answer tokens (0: all)")
     ap.add_argument("--ffn", type=int, default=0, help="the layer's FFN size (0: the base's)")
+    ap.add_argument("--dtype", choices=["f16", "q8_0"], default="f16",
+                    help="the exported matrices' type (q8_0: half the bytes per drafter pass)")
     ap.add_argument("--context", type=int, default=0, help="--stream window (0: the base's)")
     ap.add_argument("--out", required=True, help="GGUF of the draft layer to write")
     ap.add_argument("--passes", type=int, default=3, help="training-time-test depth")
@@ -276,7 +278,7 @@ def main():
     log.close()
     after = evaluate(layer, x_va, f_va, l_va, fi_va, args.passes, remap, 8)
     layer.export(args.out, "EAGLE draft layer for " + str(base.kv.get("general.name", "the base")),
-                 base.vocab, None if draft_ids is None else draft_ids.numpy())
+                 base.vocab, None if draft_ids is None else draft_ids.numpy(), args.dtype)
     plot.loss_svg(log_dir / "log.jsonl", log_dir / "loss.svg",
                   title=f"EAGLE draft layer ({args.passes} passes): weighted loss")
     summary = {"base": args.base, "out": args.out, "passes": args.passes, "w_cls": args.w_cls,

@@ -198,6 +198,14 @@ Status ArDecoder::Update(const TensorView& logits, ArStepResult* out) {
       feature_rows_.push_back(static_cast<int32_t>(r));
   }
   PassFeatures(rows, result);
+  if (constraint_ != nullptr) {
+    // A grammar that became too ambiguous to follow fails the request rather than ending it.
+    const Status cs = constraint_->status();
+    if (!cs.ok()) {
+      finish_ = ArFinish::kStopped;
+      return cs;
+    }
+  }
   if (drafter_ != nullptr) {
     ++spec_.steps;
     spec_.drafted += k;
@@ -316,8 +324,8 @@ void ArDecoder::PassFeatures(int64_t rows, const ArStepResult* result) {
   }
   const float* h = f.as<float>();
   if (all_features_) {
-    // The prefill's every position (SequenceInput::all_features): the rows before the one that
-    // gave the first token.
+    // The prefill's every position (SequenceInput::all_features): row i gave the token after
+    // prompt position i, the last row the first generated token.
     if (f.shape[0] != static_cast<int64_t>(feed_.size())) return;
     drafter_->ObserveFeatures(std::span<const float>(h, static_cast<size_t>(f.shape[0] * width)),
                               f.shape[0], static_cast<int64_t>(tokens_.size()));

@@ -106,6 +106,10 @@ StateId Matcher::InternState(std::vector<int32_t> stacks, bool can_end) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty() && !can_end) return kDead;
+  if (stacks.size() > kMaxStacks) {
+    overflowed_ = true;
+    return kDead;
+  }
   auto key = std::make_pair(stacks, can_end);
   auto it = state_ids_.find(key);
   if (it != state_ids_.end()) return it->second;

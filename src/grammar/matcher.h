@@ -43,6 +43,13 @@ bool Utf8Step(Utf8Partial* u, uint8_t byte, uint32_t* cp, bool* complete);
 
 class Matcher {
  public:
+  // Most parse stacks one state may hold. An ambiguous grammar (a rule such as `.+` that may end
+  // before any character, inside a recursion) multiplies its stacks with every character; past
+  // this many the state is refused (kDead) and overflowed() says why, so a request's grammar
+  // cannot hold a thread for minutes (found by fuzz/grammar_fuzz.cc: 2 million stacks after 100
+  // characters, 20 s). The grammars of JSON schemas stay below a few hundred.
+  static constexpr size_t kMaxStacks = 4096;
+
   explicit Matcher(std::shared_ptr<const Grammar> grammar);
 
   // The state before any text.
@@ -57,12 +64,18 @@ class Matcher {
   bool AcceptsSome(StateId s, uint32_t lo, uint32_t hi) const;
   // True when the text so far is a complete sentence (some stack is empty).
   bool CanEnd(StateId s) const { return s >= 0 && states_[static_cast<size_t>(s)].can_end; }
+  // The parse stacks of `s` (0 for kDead): the work of each transition out of it.
+  size_t StackCount(StateId s) const {
+    return s >= 0 ? states_[static_cast<size_t>(s)].stacks.size() : 0;
+  }
   // True when the text is complete and nothing may follow (every stack is empty).
   bool Complete(StateId s) const { return s >= 0 && states_[static_cast<size_t>(s)].complete; }
   // Forgets every state except `s` (when the tables grow past a limit): returns s's new id. Ids
   // of other states become invalid.
   StateId Compact(StateId s);
   size_t num_states() const { return states_.size(); }
+  // True once a transition would have needed more than kMaxStacks stacks (and gave kDead).
+  bool overflowed() const { return overflowed_; }
   size_t num_nodes() const { return nodes_.size(); }
   const Grammar& grammar() const { return *grammar_; }
 
@@ -90,6 +103,7 @@ class Matcher {
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<State> states_;
+  bool overflowed_ = false;
   std::map<std::pair<std::vector<int32_t>, bool>, StateId> state_ids_;
   StateId initial_ = kDead;
 };

@@ -159,6 +159,15 @@ Status GrammarConstraint::Accept(int32_t token) {
   return Status::Ok();
 }
 
+Status GrammarConstraint::status() const {
+  if (!matcher_.overflowed()) return Status::Ok();
+  return InvalidArgumentError(
+      "the " + name_ + " is too ambiguous to follow: more than " +
+      std::to_string(Matcher::kMaxStacks) +
+      " ways to parse the text at once (a rule such as `.+` or `[^x]*` that may end before any "
+      "character, inside a recursive rule, multiplies them); make the rule's end unambiguous");
+}
+
 std::function<std::unique_ptr<TokenConstraint>()> ConstraintMaker(
     std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> vocab,
     std::string name) {

@@ -55,6 +55,8 @@ class GrammarConstraint final : public TokenConstraint {
   Status Accept(int32_t token) override;
   bool Complete() const override { return matcher_.Complete(state_); }
   std::string name() const override { return name_; }
+  // InvalidArgument once the grammar needed more than Matcher::kMaxStacks parse stacks.
+  Status status() const override;
 
   // Counters for benchmarks: trie nodes visited by walks, walks run, walks answered by the cache.
   int64_t nodes_visited() const { return nodes_visited_; }

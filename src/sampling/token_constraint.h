@@ -26,6 +26,9 @@ class TokenConstraint {
   virtual bool Complete() const = 0;
   // What the constraint is, for messages ("json_schema", "grammar", ...).
   virtual std::string name() const = 0;
+  // Why the constraint cannot go on (a grammar too ambiguous to follow): the generation then fails
+  // with this error. Ok while it works.
+  virtual Status status() const { return Status::Ok(); }
 };
 
 }  // namespace unmask

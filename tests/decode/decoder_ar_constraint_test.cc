@@ -37,8 +37,10 @@ class ScriptedConstraint final : public TokenConstraint {
   }
   bool Complete() const override { return accepted.size() >= complete_after_; }
   std::string name() const override { return "scripted"; }
+  Status status() const override { return failure; }
 
   std::vector<int32_t> accepted;
+  Status failure;  // what status() reports (a grammar too ambiguous to follow)
   int allowed_calls = 0;
 
  private:
@@ -59,6 +61,24 @@ ArParams Params(double temperature, int64_t n_predict) {
 }
 
 const std::vector<int32_t> kPrompt = {1, 2};
+
+TEST(ArConstraintTest, AConstraintThatFailsFailsTheGeneration) {
+  auto d = ArDecoder::Create(Params(0, 8), {}, kPrompt, 32, kVocab);
+  ASSERT_TRUE(d.ok());
+  auto owned =
+      std::make_unique<ScriptedConstraint>(std::vector<std::set<int32_t>>{{2}, {3}, {4}}, 3);
+  ScriptedConstraint* c = owned.get();
+  d->SetConstraint(std::move(owned));
+  std::vector<float> l(kVocab, 0.0f);
+  ASSERT_TRUE(d->Plan().ok());
+  ASSERT_TRUE(d->Update(View(l), nullptr).ok());
+  c->failure = InvalidArgumentError("the grammar is too ambiguous to follow");
+  ASSERT_TRUE(d->Plan().ok());
+  const Status s = d->Update(View(l), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("too ambiguous"), std::string::npos);
+  EXPECT_TRUE(d->Done());
+}
 
 TEST(ArConstraintTest, GreedyTakesTheBestAllowedTokenAndLogprobsStayTheModels) {
   ArParams params = Params(0, 8);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "grammar_test_util.h"
 
 namespace unmask::grammar {
@@ -145,6 +148,45 @@ TEST(MatcherTest, AmbiguousAlternativesKeepEveryStack) {
   ASSERT_TRUE(g);
   for (const char* t : {"abc", "abd", "abz", "a"}) EXPECT_TRUE(Check(g, t).sentence) << t;
   EXPECT_FALSE(Check(g, "ab1").prefix);
+}
+
+// fuzz/grammar_fuzz.cc found this shape: `ws ::= .+ [ ]*` inside a recursive expression may end
+// before any character, so the parse stacks multiply with every character (2 million after 100
+// characters, 20 s). Past Matcher::kMaxStacks the state is refused and the matcher says why.
+TEST(MatcherTest, AnExplodingAmbiguityIsRefusedNotFollowedForever) {
+  auto g = MustParse(R"g(root ::= (expr "=" ws term "\n")+
+expr ::= term ([-+*/] term)*
+term ::= ident | num | "(" ?ws expr ")" ws
+ident ::= [a-z] [a-z0-9_]{0,10} ws
+num ::= [0-9]+ ws
+ws ::=.+ [ ]*)g");
+  ASSERT_TRUE(g);
+  Matcher m(g);
+  StateId s = m.initial();
+  size_t most = 0;
+  int steps = 0;
+  const std::string text = R"t(c| "(" ws expr ")" ws
+ident ::= [a-z] [a-z0-9_]{0,10} ws
+num ::= [0-9]+ ws
+ws ::"maxpr "=" ws term )t";
+  for (char c : text) {
+    s = m.Advance(s, static_cast<uint32_t>(static_cast<unsigned char>(c)));
+    if (s == kDead) break;
+    most = std::max(most, m.StackCount(s));
+    ++steps;
+  }
+  EXPECT_EQ(s, kDead);
+  EXPECT_TRUE(m.overflowed());
+  EXPECT_LE(most, Matcher::kMaxStacks);
+  EXPECT_LT(steps, static_cast<int>(text.size()));
+  // An ordinary grammar never comes near the bound.
+  auto plain = MustParse("root ::= \"(\" root \")\" | [a-z]+\n");
+  ASSERT_TRUE(plain);
+  Matcher p(plain);
+  StateId t = p.initial();
+  for (char c : std::string(150, '(')) t = p.Advance(t, static_cast<uint32_t>(c));
+  EXPECT_NE(t, kDead);
+  EXPECT_FALSE(p.overflowed());
 }
 
 TEST(MatcherTest, CompleteWhenNothingMayFollow) {
