@@ -81,9 +81,10 @@ class MedusaHeads(torch.nn.Module):
         return torch.stack(outs)
 
 
-def hidden_states(base, ids, lengths, batch, threads):
+def hidden_states(base, ids, lengths, batch, threads, bf16=False):
     """The base model's final normed hidden states [N, T, dim] (f32) of rows ids [N, T], each
-    valid up to its length (rows are batched by length; padding is causal-invisible)."""
+    valid up to its length (rows are batched by length; padding is causal-invisible). bf16: the
+    matrix products in bfloat16 (torch's CPU autocast: AMX / AVX512-BF16, ~10x faster here)."""
     torch.set_num_threads(threads)
     out = torch.zeros(ids.shape[0], ids.shape[1], base.dim)
     order = np.argsort(lengths)
@@ -91,7 +92,8 @@ def hidden_states(base, ids, lengths, batch, threads):
                   dynamic_ncols=True):
         rows = order[i:i + batch]
         T = int(lengths[rows].max())
-        out[rows, :T] = base.features(ids[rows, :T])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            out[rows, :T] = base.features(ids[rows, :T]).float()
     return out
 
 
