@@ -135,39 +135,70 @@ def llama2c_seed(version, shared, rng):
     return header + weights + b"\0\0\0\0SEP" + tok
 
 
-def medusa_seed(rng, heads=2, hidden=8, vocab=16, draft_vocab=None):
-    """A small Medusa heads GGUF (src/model/medusa_heads.h), written by hand: version 3, f32."""
-    def string(b):
-        return struct.pack("<Q", len(b)) + b
-    kv = [(b"general.architecture", 8, string(b"medusa")),
-          (b"medusa.head_count", 4, struct.pack("<I", heads)),
-          (b"medusa.layer_count", 4, struct.pack("<I", 1)),
-          (b"medusa.embedding_length", 4, struct.pack("<I", hidden)),
-          (b"medusa.vocab_size", 4, struct.pack("<I", vocab))]
-    if draft_vocab:  # an int32 array
-        kv.append((b"medusa.draft_vocab", 9,
-                   struct.pack("<IQ", 5, len(draft_vocab)) + struct.pack(f"<{len(draft_vocab)}i", *draft_vocab)))
-    n_out = len(draft_vocab) if draft_vocab else vocab
-    tensors = []
-    for k in range(heads):
-        tensors.append((f"medusa.blk.{k}.res.0.weight".encode(), [hidden, hidden]))
-        tensors.append((f"medusa.blk.{k}.res.0.bias".encode(), [hidden]))
-    tensors.append((b"medusa.output.weight", [hidden, n_out]))
+def _string(b):
+    return struct.pack("<Q", len(b)) + b
+
+
+def _gguf(rng, kv, tensors):
+    """A GGUF file (version 3) of metadata kv [(key, type, packed value)] and f32 tensors
+    [(name, dims in GGUF order)] of random values, written by hand."""
     out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
     for key, kind, value in kv:
-        out += string(key) + struct.pack("<I", kind) + value
+        out += _string(key) + struct.pack("<I", kind) + value
     data, offset = b"", 0
     for name, dims in tensors:
         count = 1
         for d in dims:
             count *= d
-        out += string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+        out += _string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
         out += struct.pack("<IQ", 0, offset)
         blob = struct.pack(f"<{count}f", *[rng.uniform(-1, 1) for _ in range(count)])
         blob += b"\0" * (-len(blob) % 32)
         data += blob
         offset += len(blob)
     return out + b"\0" * (-len(out) % 32) + data
+
+
+def _u32(key, v):
+    return (key, 4, struct.pack("<I", v))
+
+
+def _draft_vocab(key, ids):  # an int32 array
+    return (key, 9, struct.pack("<IQ", 5, len(ids)) + struct.pack(f"<{len(ids)}i", *ids))
+
+
+def medusa_seed(rng, heads=2, hidden=8, vocab=16, draft_vocab=None):
+    """A small Medusa heads GGUF (src/model/medusa_heads.h)."""
+    kv = [(b"general.architecture", 8, _string(b"medusa")), _u32(b"medusa.head_count", heads),
+          _u32(b"medusa.layer_count", 1), _u32(b"medusa.embedding_length", hidden),
+          _u32(b"medusa.vocab_size", vocab)]
+    if draft_vocab:
+        kv.append(_draft_vocab(b"medusa.draft_vocab", draft_vocab))
+    n_out = len(draft_vocab) if draft_vocab else vocab
+    tensors = []
+    for k in range(heads):
+        tensors.append((f"medusa.blk.{k}.res.0.weight".encode(), [hidden, hidden]))
+        tensors.append((f"medusa.blk.{k}.res.0.bias".encode(), [hidden]))
+    tensors.append((b"medusa.output.weight", [hidden, n_out]))
+    return _gguf(rng, kv, tensors)
+
+
+def eagle_seed(rng, hidden=8, heads=2, kv_heads=1, ffn=12, vocab=16, draft_vocab=None):
+    """A small EAGLE draft-layer GGUF (src/model/eagle_head.h)."""
+    kv = [(b"general.architecture", 8, _string(b"eagle")), _u32(b"eagle.embedding_length", hidden),
+          _u32(b"eagle.vocab_size", vocab), _u32(b"eagle.feed_forward_length", ffn),
+          _u32(b"eagle.attention.head_count", heads),
+          _u32(b"eagle.attention.head_count_kv", kv_heads)]
+    if draft_vocab:
+        kv.append(_draft_vocab(b"eagle.draft_vocab", draft_vocab))
+    n_out = len(draft_vocab) if draft_vocab else vocab
+    kv_dim = kv_heads * hidden // heads
+    tensors = [(b"eagle.fc.weight", [2 * hidden, hidden]), (b"eagle.attn_q.weight", [hidden, hidden]),
+               (b"eagle.attn_k.weight", [hidden, kv_dim]), (b"eagle.attn_v.weight", [hidden, kv_dim]),
+               (b"eagle.attn_output.weight", [hidden, hidden]), (b"eagle.ffn_norm.weight", [hidden]),
+               (b"eagle.ffn_gate.weight", [hidden, ffn]), (b"eagle.ffn_up.weight", [hidden, ffn]),
+               (b"eagle.ffn_down.weight", [ffn, hidden]), (b"eagle.output.weight", [hidden, n_out])]
+    return _gguf(rng, kv, tensors)
 
 
 def seeds(target):
@@ -177,6 +208,8 @@ def seeds(target):
             yield f.read_bytes()
         yield medusa_seed(rng)
         yield medusa_seed(rng, heads=3, hidden=4, vocab=12, draft_vocab=[3, 0, 7, 11])
+        yield eagle_seed(rng)
+        yield eagle_seed(rng, hidden=12, heads=3, kv_heads=3, ffn=8, vocab=10, draft_vocab=[9, 2, 4])
     elif target == "safetensors_fuzz":
         for f in sorted((ROOT / "tests/data/hf").glob("*/*.safetensors")):
             yield f.read_bytes()

@@ -75,10 +75,12 @@ StatusOr<std::unique_ptr<EagleHead>> EagleHead::FromFile(std::unique_ptr<gguf::G
                                 " and be a multiple of head_count_kv " + std::to_string(kv_heads));
   }
   const int64_t head_dim = hidden / heads;
-  if (base.rope_dim > head_dim || base.rope_dim % 2 != 0) {
+  const int64_t rope_dim = base.rope_dim > 0 ? base.rope_dim : head_dim;
+  if (rope_dim > head_dim || rope_dim % 2 != 0) {
     return InvalidArgumentError(
-        f.path() + ": the base model's RoPE dimension " + std::to_string(base.rope_dim) +
-        " does not fit the draft layer's head_dim " + std::to_string(head_dim));
+        f.path() + ": the base model's RoPE dimension " + std::to_string(rope_dim) +
+        " does not fit the draft layer's head_dim " + std::to_string(head_dim) +
+        " (RoPE needs an even dimension of at most head_dim)");
   }
   UNMASK_ASSIGN_OR_RETURN(e->draft_ids_, ReadDraftVocab(f, "eagle.draft_vocab", vocab));
   const int64_t n_draft = static_cast<int64_t>(e->draft_ids_.size());
@@ -90,7 +92,7 @@ StatusOr<std::unique_ptr<EagleHead>> EagleHead::FromFile(std::unique_ptr<gguf::G
   e->context_ = base.context_length;
   e->rms_eps_ = base.rms_eps;
   e->rope_base_ = base.rope_base;
-  e->rope_dim_ = base.rope_dim > 0 ? base.rope_dim : head_dim;
+  e->rope_dim_ = rope_dim;
   e->rope_layout_ = base.rope_layout;
   size_t bytes = 0;
   auto linear = [&](const std::string& name, int64_t rows, int64_t cols,

@@ -52,5 +52,33 @@ TEST(SmolLM2CliTest, LookupDecodingKeepsTheGreedyTokens) {
   EXPECT_LT(spec["nfe"].get<int>(), plain["nfe"].get<int>());
 }
 
+// The Medusa heads and the EAGLE draft layer the project trained for SmolLM2 (models/, given with
+// --draft-heads since the model lives in the fetch cache) keep the greedy tokens on questions of
+// the training mix's kinds (arithmetic, code) and an open one, and EAGLE's tree commits more than
+// one token per target forward on the arithmetic question.
+TEST(SmolLM2CliTest, MedusaAndEagleKeepTheGreedyTokens) {
+  UNMASK_REQUIRE_SMOLLM2(model);
+  const std::string dir = testing::SourceDir() + "/models/SmolLM2-135M-Instruct.Q4_1.";
+  const char* questions[] = {
+      "A farmer has 12 cows and buys 7 more. Each cow gives 3 liters of milk. How many liters?",
+      "Write a Python function that returns the sum of a list.",
+      "Why do leaves change colour in autumn?"};
+  for (const char* q : questions) {
+    const nlohmann::json plain = Chat(model, q);
+    ASSERT_TRUE(plain.is_object());
+    for (const char* heads : {"medusa.gguf", "eagle.gguf"}) {
+      const nlohmann::json spec = Chat(model, q, "--draft-heads " + dir + heads);
+      ASSERT_TRUE(spec.is_object()) << heads;
+      EXPECT_EQ(spec["output_ids"], plain["output_ids"]) << heads << ": " << q;
+      EXPECT_LE(spec["nfe"].get<int>(), plain["nfe"].get<int>()) << heads;
+    }
+  }
+  const nlohmann::json eagle = Chat(model, questions[0], "--draft-heads " + dir + "eagle.gguf");
+  ASSERT_TRUE(eagle.is_object());
+  EXPECT_GT(eagle["speculative"]["accepted"].get<int>(), 0);
+  EXPECT_LT(eagle["nfe"].get<int>() * 5, eagle["output_ids"].size() * 4)  // > 1.25 tokens/forward
+      << eagle["nfe"] << " forwards for " << eagle["output_ids"].size() << " tokens";
+}
+
 }  // namespace
 }  // namespace unmask

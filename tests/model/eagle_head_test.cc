@@ -216,6 +216,15 @@ TEST(EagleHeadTest, LoaderRefusesMalformedFilesNamingWhatIsWrong) {
   auto r = Build(diffusion, none);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  // RoPE over an odd number of dimensions (or more than a head has) cannot be applied.
+  for (int64_t rope_dim : {31, 34}) {
+    ModelConfig odd = c;
+    odd.rope_dim = rope_dim;
+    auto o = Build(odd, none);
+    ASSERT_FALSE(o.ok()) << rope_dim;
+    EXPECT_NE(o.status().message().find("RoPE dimension"), std::string::npos)
+        << o.status().ToString();
+  }
   EXPECT_EQ(EagleHeadPathFor("/m/model.gguf"), "/m/model.eagle.gguf");
   EXPECT_EQ(EagleHeadPathFor("/m/folder/"), "/m/folder/eagle.gguf");
 }

@@ -251,7 +251,7 @@ TEST(ApiRequestTest, EveryMalformedInputIsA400NamingTheField) {
       {R"({"model":"m","prompt":"x","threshold":1.5})", "threshold"},
       {R"({"model":"m","prompt":"x","cache":7})", "cache"},
       {R"({"model":"m","prompt":"x","timeout":0})", "timeout"},
-      {R"({"model":"m","prompt":"x","speculative":"eagle"})", "speculative"},
+      {R"({"model":"m","prompt":"x","speculative":"eagle3"})", "speculative"},
       {R"({"model":"m","prompt":"x","echo":"yes"})", "echo"},
       {R"({"model":"m","prompt":"x","logprobs":21})", "logprobs"},
       {R"({"model":"m","prompt":"x","logprobs":"yes"})", "logprobs"},
