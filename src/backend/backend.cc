@@ -3,6 +3,9 @@
 #include "backend/backend.h"
 
 #include "backend/cpu/cpu_backend_object.h"
+#if defined(UNMASK_HAVE_CUDA)
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace unmask {
 
@@ -16,7 +19,11 @@ StatusOr<std::shared_ptr<Backend>> CreateBackend(const BackendOptions& options) 
     case Device::kCpu:
       return cpu::CreateCpuBackend(options);
     case Device::kCuda:
+#if defined(UNMASK_HAVE_CUDA)
+      return cuda::CreateCudaBackend(options);
+#else
       break;
+#endif
   }
   return UnimplementedError("backend device '" + options.device + "': this build has no " +
                             "CUDA backend (the CPU backend is device 'cpu')");

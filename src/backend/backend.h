@@ -1,9 +1,10 @@
 // The backend seam (ARCHITECTURE.md "Main interfaces", STYLE.md §3): the object that owns a
 // device's compute settings. A loaded model owns one (LoadOptions::backend, Model::backend());
 // tensors say where their memory lives (TensorView::device) and each op's public entry
-// (src/ops/<op>.cc) dispatches on that device to the backend's kernels. Today there is one
-// backend, the CPU (src/backend/cpu: oneDNN / OpenBLAS / the project's own kernels, ISA dispatch,
-// thread count); what a new one (src/backend/cuda) implements is listed in README "Layout".
+// (src/ops/<op>.cc) dispatches on that device to the backend's kernels. The CPU backend
+// (src/backend/cpu: oneDNN / OpenBLAS / the project's own kernels, ISA dispatch, thread count)
+// runs models; the CUDA backend (src/backend/cuda, built with UNMASK_CUDA, cmake/cuda.cmake) has
+// its row kernels and cuBLAS products but runs no model yet (docs/engine.md "A backend").
 #ifndef UNMASK_BACKEND_BACKEND_H_
 #define UNMASK_BACKEND_BACKEND_H_
 
@@ -19,7 +20,7 @@ namespace unmask {
 
 // What a tool asks for when it creates a backend (the CLI's -t / --blas / --compute flags).
 struct BackendOptions {
-  std::string device = "cpu";   // DeviceName: "cpu" | "cuda" (no CUDA backend in this build)
+  std::string device = "cpu";   // DeviceName: "cpu" | "cuda" (in builds with UNMASK_CUDA)
   int num_threads = 0;          // <= 0: all hardware threads
   std::string gemm = "onednn";  // GEMM provider: "onednn" | "openblas" | "reference" (tests)
   // The number type of the packed weights' products (core/compute.h): "auto" | "f32" | "bf16" |
@@ -72,9 +73,10 @@ class Backend {
 
 // Creates and applies a backend. Errors: InvalidArgument for an unknown device name, GEMM
 // provider name or compute type (the message lists the known ones), or for bf16 / int8 compute
-// with a GEMM provider other than oneDNN; Unimplemented for "cuda" (this build has no
-// CUDA backend); FailedPrecondition when the provider's library cannot be loaded (e.g.
-// libopenblas.so.0 missing; the message has the dlopen error). On error no setting changes.
+// with a GEMM provider other than oneDNN; for "cuda": Unimplemented in a build without the CUDA
+// backend, FailedPrecondition when no CUDA device is visible (cuda/cuda_backend.h);
+// FailedPrecondition when the provider's library cannot be loaded (e.g. libopenblas.so.0
+// missing; the message has the dlopen error). On error no setting changes.
 StatusOr<std::shared_ptr<Backend>> CreateBackend(const BackendOptions& options);
 
 // The backend of callers that pass none (LoadOptions::backend == nullptr): a CPU backend with

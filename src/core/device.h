@@ -10,7 +10,7 @@ namespace unmask {
 
 enum class Device {
   kCpu,   // host memory; the CPU backend (src/backend/cpu) and the ops' *_cpu.cc kernels
-  kCuda,  // CUDA device memory; no backend in this build (reserved for src/backend/cuda)
+  kCuda,  // CUDA device memory; src/backend/cuda (builds with UNMASK_CUDA; no op dispatches yet)
 };
 
 // "cpu" | "cuda".

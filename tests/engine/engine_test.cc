@@ -16,7 +16,15 @@ namespace {
 TEST(EngineTest, CreateRefusesBadBackendOptions) {
   EngineOptions o;
   o.backend.device = "cuda";
-  EXPECT_EQ(Engine::Create(o).status().code(), StatusCode::kUnimplemented);
+  {
+    // No CUDA backend in this build (Unimplemented), or one without a visible device
+    // (FailedPrecondition); with a GPU the engine is created (models do not load onto it yet:
+    // tests/model/model_backend_test.cc).
+    const Status s = Engine::Create(o).status();
+    EXPECT_TRUE(s.ok() || s.code() == StatusCode::kUnimplemented ||
+                s.code() == StatusCode::kFailedPrecondition)
+        << s.ToString();
+  }
   o.backend.device = "tpu";
   EXPECT_EQ(Engine::Create(o).status().code(), StatusCode::kInvalidArgument);
   o.backend.device = "cpu";
