@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 23 in one prepared script, for a machine with an NVIDIA GPU (sized to
+# The GPU checks of the CUDA backend in one prepared script, for a machine with an NVIDIA GPU (sized to
 # finish in a few minutes, the build included).
 #
 #   scripts/device-check.sh --prepare   here (a Debian machine with libgtest-dev): copies
@@ -12,7 +12,8 @@
 #                                       roofline table) and the logs into $OUT (or
 #                                       build/device-check/out)
 #
-# With the device tool: run(command="scripts/device-check.sh", carry=["build/device-gtest"]).
+# From a session with the project's device tool: command scripts/device-check.sh, carrying
+# build/device-gtest.
 # Exit status: 0 when every GPU test passed; 1 when a test failed or the build broke; 2 without a
 # GPU or without the GoogleTest source.
 set -euo pipefail
@@ -25,7 +26,11 @@ if [ "${1:-}" = "--prepare" ]; then
   echo "device-check: GoogleTest source in $gtest ($(du -sh "$gtest" | cut -f1)); carry it to the GPU machine" >&2
   exit 0
 fi
-[ $# -eq 0 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+if [ $# -gt 0 ]; then
+  case "$1" in -h|--help) ;; *) echo "device-check: unknown argument '$1'" >&2 ;; esac
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
 
 out=${OUT:-build/device-check/out}
 mkdir -p "$out"
