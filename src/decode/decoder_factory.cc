@@ -8,7 +8,7 @@ namespace {
 
 // Parameters only the AR decoder uses. top_k and top_p are also Dream's sampler's. (Stop strings
 // and ignore_eos act on the text, engine/text_stream.h, for every kind.)
-constexpr std::array<std::string_view, 15> kArOnly = {"n_predict",
+constexpr std::array<std::string_view, 18> kArOnly = {"n_predict",
                                                       "top_k",
                                                       "top_p",
                                                       "min_p",
@@ -22,6 +22,9 @@ constexpr std::array<std::string_view, 15> kArOnly = {"n_predict",
                                                       "draft_max",
                                                       "draft_p_min",
                                                       "draft_steps",
+                                                      "draft_heads",
+                                                      "draft_depth",
+                                                      "draft_topk",
                                                       "lookup_ngram_max"};
 // Parameters of the block decoder; on a Dream model any of them selects it.
 constexpr std::array<std::string_view, 16> kBlockOnly = {

@@ -166,12 +166,17 @@ TEST(DecoderFactoryTest, ParametersOfAnotherKindAreRefusedOrListed) {
     std::string param;
     std::string message;
   };
-  for (const Case& c :
-       std::vector<Case>{{&f.llama, "steps", "--steps applies to diffusion models"},
-                         {&f.llama, "alg", "--alg applies to diffusion models"},
-                         {&f.llada, "top_k", "--top-k applies to autoregressive models"},
-                         {&f.llada, "alg", "--alg applies to Dream models"},
-                         {&f.dream, "min_p", "--min-p applies to autoregressive models"}}) {
+  for (const Case& c : std::vector<Case>{
+           {&f.llama, "steps", "--steps applies to diffusion models"},
+           {&f.llama, "alg", "--alg applies to diffusion models"},
+           {&f.llada, "top_k", "--top-k applies to autoregressive models"},
+           {&f.llada, "alg", "--alg applies to Dream models"},
+           {&f.dream, "min_p", "--min-p applies to autoregressive models"},
+           // The draft-head flags of --spec medusa / eagle (found by a trial run:
+           // they were accepted and ignored on diffusion models).
+           {&f.llada, "draft_heads", "--draft-heads applies to autoregressive models"},
+           {&f.llada, "draft_depth", "--draft-depth applies to autoregressive models"},
+           {&f.dream, "draft_topk", "--draft-topk applies to autoregressive models"}}) {
     DecodeOptions o;
     std::string label = "--" + c.param;
     std::replace(label.begin(), label.end(), '_', '-');
