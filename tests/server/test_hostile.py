@@ -3,6 +3,8 @@
 
   slow_headers   300 connections that trickle a request's headers, a byte every 0.5 s
   slow_body      100 connections that send their headers and trickle a 2 KB body
+  burst          1000 connects while the server accepts none (stopped): the kernel's accept queue
+                 (the listen backlog) holds them all, none waits for a SYN retransmission
   idle           2000 connections that send nothing
   pipelined      three requests in one write on one connection: three answers, in order
   expect         "Expect: 100-continue": the interim answer at once, then the response
@@ -25,6 +27,7 @@ import json
 import os
 import random
 import resource
+import signal
 import socket
 import sys
 import threading
@@ -360,6 +363,35 @@ def check_stop_reading(srv, failures):
         failures.append("stop_reading")
 
 
+def check_burst(srv, failures, n=1000):
+    """The listen backlog, measured: with the server stopped (SIGSTOP) nothing is accepted, so each
+    connect completes only while the kernel's accept queue has room. A backlog of 5 (cpp-httplib's
+    default) fails at the 7th: its SYN is dropped and the client would retry 1 s later."""
+    port = int(srv.url.rsplit(":", 1)[1])
+    try:  # the kernel caps every backlog at net.core.somaxconn
+        with open("/proc/sys/net/core/somaxconn") as f:
+            n = min(n, int(f.read()))
+    except (OSError, ValueError):
+        pass
+    socks, err = [], None
+    srv.proc.send_signal(signal.SIGSTOP)
+    try:
+        for _ in range(n):
+            try:
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=0.5))
+            except OSError as e:
+                err = f"{type(e).__name__}: {e}"
+                break
+    finally:
+        srv.proc.send_signal(signal.SIGCONT)
+    close_all(socks)
+    ok = len(socks) == n
+    print(f"{'ok  ' if ok else 'FAIL'}  burst: {len(socks)} of {n} connects queued while the "
+          f"server accepted none" + (f" (then {err})" if err else ""), flush=True)
+    if not ok:
+        failures.append("burst")
+
+
 ATTACKS = [("slow_headers", attack_slow_headers), ("slow_body", attack_slow_body),
            ("idle", attack_idle), ("garbage", attack_garbage)]
 
@@ -376,6 +408,8 @@ def main():
     failures = []
     with UnmaskServer(args.unmask, ["-m", LLADA, "-m", AR, "-t", "1"]) as srv:
         print(f"info  server {srv.url} (log {srv.log})", flush=True)
+        if not args.k or args.k in "burst":
+            check_burst(srv, failures)
         for name, fn in ATTACKS:
             if not args.k or args.k in name:
                 run_attack(srv, name, fn, args.seconds, failures, args.rss_bound_mib * 1024)

@@ -4,8 +4,12 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -23,6 +27,9 @@ int64_t UnixSeconds() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+// The listening socket's accept queue (see Bind).
+constexpr int kListenBacklog = 4096;
 
 void SetJson(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -79,9 +86,12 @@ StatusOr<int> Server::Bind() {
   http_->set_keep_alive_timeout(5);
   // cpp-httplib's default socket options include SO_REUSEPORT, which lets a second server share a
   // port that is in use (the kernel then splits connections between them): only SO_REUSEADDR.
-  http_->set_socket_options([](socket_t sock) {
+  // The callback runs on the listening socket before bind: it is kept to set the backlog below.
+  socket_t listen_sock = INVALID_SOCKET;
+  http_->set_socket_options([&listen_sock](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
+    listen_sock = sock;
   });
   int port = options_.port;
   if (port == 0) {
@@ -94,6 +104,15 @@ StatusOr<int> Server::Bind() {
     return FailedPreconditionError("cannot listen on " + options_.host + ":" +
                                    std::to_string(options_.port) +
                                    " (in use, or not an address of this machine?)");
+  }
+  // Debian's cpp-httplib is a compiled library (libcpp-httplib.so) that listens with a backlog of
+  // 5, whatever CPPHTTPLIB_LISTEN_BACKLOG says here. A burst of connects (2,000 clients at once, a
+  // load balancer opening its pool) overflows that queue; the kernel drops the SYNs and a client
+  // such as a /health probe waits for its SYN retransmission, 1 s later. listen() again on a
+  // listening socket sets its backlog (Linux caps it at net.core.somaxconn, 4096 by default).
+  if (listen_sock != INVALID_SOCKET && ::listen(listen_sock, kListenBacklog) != 0) {
+    std::fprintf(stderr, "unmask serve: warning: cannot set the listen backlog to %d: %s\n",
+                 kListenBacklog, std::strerror(errno));
   }
   return port;
 }
