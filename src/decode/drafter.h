@@ -158,11 +158,15 @@ struct EagleDrafterParams {
   int32_t depth = 4;
   int32_t top_k = 2;
   int32_t total_tokens = 6;
+  // A node whose own draft probability (its token's, given its parent) is below p_min is not
+  // drafted, nor its subtree: --draft-p-min, the chain drafters' cut applied to every branch
+  // (with top_k 1 the same cut as theirs). 0: off.
+  double p_min = 0.0;
 };
 // Drafts with the EAGLE draft layer `head` (model/eagle_head.h) over the features of `base` (the
 // target; its token embeddings feed the layer). Neither is owned; both outlive the drafter.
 // Errors: InvalidArgument for null arguments, a layer of another hidden size, depth or top_k
-// outside [1, 16] or total_tokens outside [1, kMaxDraft].
+// outside [1, 16], total_tokens outside [1, kMaxDraft] or p_min outside [0, 1].
 StatusOr<std::unique_ptr<Drafter>> MakeEagleDrafter(const EagleHead* head, const Model* base,
                                                     const EagleDrafterParams& params);
 

@@ -31,6 +31,8 @@
 namespace unmask {
 namespace {
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 class EagleDrafter final : public Drafter {
  public:
   EagleDrafter(const EagleHead* head, const Model* base, EagleDrafterParams p, KvCache kv)
@@ -123,10 +125,13 @@ class EagleDrafter final : public Drafter {
     for (int64_t j = 0; j < nd; ++j) z += std::exp(static_cast<double>(logits[j]) - top);
     const double lse = top + std::log(z);
     out->clear();
+    const double log_p_min = p_.p_min > 0 ? std::log(p_.p_min) : -kInf;
     for (int64_t i = 0; i < k; ++i) {
       const int32_t j = order_[static_cast<size_t>(i)];
       if (!std::isfinite(logits[j])) break;
-      out->emplace_back(head_->draft_id(j), static_cast<double>(logits[j]) - lse);
+      const double logp = static_cast<double>(logits[j]) - lse;
+      if (logp < log_p_min) break;  // --draft-p-min: the rest are less likely still
+      out->emplace_back(head_->draft_id(j), logp);
     }
   }
 
@@ -250,6 +255,10 @@ StatusOr<std::unique_ptr<Drafter>> MakeEagleDrafter(const EagleHead* head, const
     return InvalidArgumentError("EAGLE drafter: total_tokens must be in [1, " +
                                 std::to_string(kMaxDraft) + "], got " +
                                 std::to_string(params.total_tokens));
+  }
+  if (!(params.p_min >= 0.0 && params.p_min <= 1.0)) {
+    return InvalidArgumentError("EAGLE drafter: p_min must be in [0, 1], got " +
+                                std::to_string(params.p_min));
   }
   // Room for the context plus every expansion row of a proposal.
   UNMASK_ASSIGN_OR_RETURN(

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -67,6 +69,61 @@ TEST(EagleDrafterTest, TreesMatchTheReference) {
     EXPECT_TRUE(again.tokens.empty());
     EXPECT_GT((*drafter)->stats().forwards, 0);
   }
+}
+
+// --draft-p-min on a tree: a node whose own draft probability is below p_min is not drafted, nor
+// its subtree. On a chain (top_k 1) that is the chain drafters' cut, so the cut chain is a prefix
+// of the uncut one; p_min 1 drafts nothing from a layer whose probabilities are below 1.
+TEST(EagleDrafterTest, PMinCutsBranchesAndKeepsTheGreedyOutput) {
+  auto lm = LoadModel(Base(), LoadOptions{});
+  ASSERT_TRUE(lm.ok()) << lm.status().ToString();
+  auto head = EagleHead::Load(RandomHead(), lm->model->config());
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  std::ifstream in(testing::SourceDir() + "/tests/data/golden/eagle/golden.json");
+  const nlohmann::json g = nlohmann::json::parse(in);
+  ASSERT_FALSE(g["trees"].empty());
+  const auto& t = g["trees"][0];
+  std::vector<float> feats;
+  for (const auto& row : t["features"]) {
+    for (double x : row) feats.push_back(static_cast<float>(x));
+  }
+  const std::vector<int32_t> ctx = t["context"].get<std::vector<int32_t>>();
+  const auto rows = static_cast<int64_t>(ctx.size()) - 1;
+  auto propose = [&](EagleDrafterParams p) {
+    auto drafter = MakeEagleDrafter(head->get(), lm->model.get(), p);
+    EXPECT_TRUE(drafter.ok()) << drafter.status().ToString();
+    DraftProposal d;
+    if (!drafter.ok()) return d;
+    (*drafter)->ObserveFeatures(feats, rows, static_cast<int64_t>(ctx.size()));
+    EXPECT_TRUE((*drafter)->Propose(ctx, p.total_tokens, &d).ok());
+    return d;
+  };
+  const DraftProposal chain = propose(EagleDrafterParams{6, 1, 6, 0.0});
+  ASSERT_EQ(chain.tokens.size(), 6u);
+  size_t shorter = 0;
+  for (double p_min : {1e-4, 0.01, 0.05, 0.2, 0.5}) {
+    const DraftProposal cut = propose(EagleDrafterParams{6, 1, 6, p_min});
+    ASSERT_LE(cut.tokens.size(), chain.tokens.size()) << p_min;
+    EXPECT_TRUE(std::equal(cut.tokens.begin(), cut.tokens.end(), chain.tokens.begin())) << p_min;
+    if (cut.tokens.size() < chain.tokens.size()) ++shorter;
+  }
+  EXPECT_GT(shorter, 0u) << "some p_min should cut the random layer's chain";
+  EXPECT_TRUE(propose(EagleDrafterParams{4, 2, 6, 1.0}).tokens.empty());
+  // A tree: every drafted node's parent is drafted before it (the cut takes whole subtrees).
+  const DraftProposal tree = propose(EagleDrafterParams{4, 3, 10, 0.02});
+  for (size_t i = 0; i < tree.parents.size(); ++i) {
+    EXPECT_LT(tree.parents[i], static_cast<int32_t>(i));
+  }
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    auto d = MakeEagleDrafter(head->get(), lm->model.get(), EagleDrafterParams{4, 2, 6, bad});
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  // Lossless whatever is cut.
+  const std::vector<int32_t> prompt = lm->tokenizer->Encode(kPrompts[0], true, false);
+  const GenRun plain = GreedyGenerate(*lm, prompt, nullptr, 1, 48);
+  auto drafter = MakeEagleDrafter(head->get(), lm->model.get(), EagleDrafterParams{4, 2, 6, 0.1});
+  ASSERT_TRUE(drafter.ok());
+  EXPECT_EQ(GreedyGenerate(*lm, prompt, drafter->get(), 6, 48).tokens, plain.tokens);
 }
 
 TEST(EagleDrafterTest, GreedyOutputIsPlainDecodingWithRandomAndTrainedLayers) {

@@ -165,7 +165,11 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
            // EAGLE: Medusa heads given as the layer, a draft model, tree sizes out of range
            "--spec eagle --draft-heads " + MedusaHeadsPathFor(testing::TwinPath("ar")),
            "--spec eagle --draft-model " + testing::TwinPath("ar"), "--spec eagle --draft-depth 0",
-           "--spec eagle --draft-topk 17", "--spec eagle --draft-max 16"}) {
+           "--spec eagle --draft-topk 17", "--spec eagle --draft-max 16",
+           // a flag of another mode: refused, not ignored
+           "--spec medusa --draft-depth 3", "--spec lookup --draft-topk 2", "--draft-depth 2",
+           "--spec lookup --draft-p-min 0.5", "--draft-p-min 0.5", "--spec eagle --draft-steps 2",
+           "--spec medusa --lookup-ngram-max 3", "--spec eagle --draft-p-min 1.5"}) {
     const auto r = RunUnmask(base + bad);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_NE(r.exit_code, -1) << bad;  // not a crash
@@ -185,6 +189,10 @@ TEST(ArCliTest, MedusaFindsTheHeadsBesideTheModelAndIsLossless) {
   EXPECT_EQ(medusa["speculative"]["mode"], "medusa");
   EXPECT_GT(medusa["speculative"]["drafted"].get<int64_t>(), 0);
   EXPECT_EQ(medusa["speculative"]["draft_forwards"], 0);
+  // The twin has 4 heads: a larger --draft-max is reported as what a step can draft.
+  const nlohmann::json capped = Json(RunUnmask(base + " --spec medusa --draft-max 9"));
+  EXPECT_EQ(capped["speculative"]["draft_max"], 4);
+  EXPECT_EQ(capped["output_ids"], plain["output_ids"]);
   EXPECT_LT(medusa["nfe"].get<int64_t>(), plain["nfe"].get<int64_t>());
   // --draft-heads names the file (and implies --spec medusa).
   const nlohmann::json named =
@@ -207,6 +215,7 @@ TEST(ArCliTest, EagleFindsTheLayerBesideTheModelAndIsLossless) {
   for (const std::string& flags : {std::string(" --spec eagle"),
                                    std::string(" --spec eagle --draft-depth 3 --draft-topk 3 "
                                                "--draft-max 9"),
+                                   std::string(" --spec eagle --draft-p-min 0.05"),
                                    " --draft-heads " + testing::SourceDir() +
                                        "/tests/data/golden/eagle/random-twin.eagle.gguf"}) {
     const nlohmann::json eagle = Json(RunUnmask(base + flags));

@@ -1,6 +1,7 @@
 // `unmask generate` with an autoregressive model: KV-cached decoding, the sampling chain, stop
 // strings, and speculative decoding (--spec lookup|draft|diffusion|medusa). Text streams to stdout
 // as it is generated (unless --json).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -77,6 +78,7 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     heads_kind = *kind;
   }
   const std::string spec = cmd.ar.SpecMode(draft_is_diffusion, heads_kind);
+  if (Status s = cmd.ar.CheckModeFlags(spec); !s.ok()) return FailWith(kWho, s);
   tools::DraftHeads heads;
   if (spec != "medusa" && spec != "eagle" && !cmd.ar.draft_heads.empty()) {
     return FailWith(kWho, InvalidArgumentError("--draft-heads is for --spec medusa or eagle, not "
@@ -219,14 +221,18 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                     {"generate_ms", st.total_ms},  {"forward_ms", st.forward_ms},
                     {"draft_ms", drafter_stats.ms}};
     if (active_drafter != nullptr) {
-      j["speculative"] = {{"mode", spec},
-                          {"draft_max", params.draft_max},
-                          {"drafted", st.speculative.drafted},
-                          {"accepted", st.speculative.accepted},
-                          {"acceptance_rate", st.speculative.acceptance_rate()},
-                          {"target_forwards", st.nfe},
-                          {"draft_forwards", drafter_stats.forwards},
-                          {"draft_model", heads.path.empty() ? cmd.ar.draft_model : heads.path}};
+      j["speculative"] = {
+          {"mode", spec},
+          // What a step can draft: Medusa drafts one token per head.
+          {"draft_max", heads.medusa != nullptr
+                            ? std::min<int64_t>(params.draft_max, heads.medusa->head_count())
+                            : int64_t{params.draft_max}},
+          {"drafted", st.speculative.drafted},
+          {"accepted", st.speculative.accepted},
+          {"acceptance_rate", st.speculative.acceptance_rate()},
+          {"target_forwards", st.nfe},
+          {"draft_forwards", drafter_stats.forwards},
+          {"draft_model", heads.path.empty() ? cmd.ar.draft_model : heads.path}};
     }
     j["model"] = {{"path", path},
                   {"architecture", m.config().architecture},

@@ -1,5 +1,7 @@
 #include "common/ar_args.h"
 
+#include <algorithm>
+
 #include "common/cli_util.h"
 #include "common/model_args.h"
 
@@ -93,33 +95,37 @@ void ArArgs::AddTo(CLI::App& app) {
           ->check(IntegerIn(1, kMaxDraft))
           ->capture_default_str()
           ->group(g);
-  app.add_option("--draft-p-min", draft_p_min,
-                 "cut a draft at the first token the drafter gives less than this probability "
-                 "(0: off)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str()
-      ->group(g);
-  app.add_option("--draft-steps", draft_steps,
-                 "--spec diffusion: denoising forwards per draft (1: the whole block at once)")
-      ->check(IntegerIn(1, 256))
-      ->capture_default_str()
-      ->group(g);
-  app.add_option("--draft-depth", draft_depth,
-                 "--spec eagle: levels of the draft tree (EAGLE-2's depth)")
-      ->check(IntegerIn(1, 16))
-      ->capture_default_str()
-      ->group(g);
-  app.add_option("--draft-topk", draft_topk,
-                 "--spec eagle: children per expanded node and nodes expanded per level "
-                 "(EAGLE-2's top-k; 1 drafts a chain)")
-      ->check(IntegerIn(1, 16))
-      ->capture_default_str()
-      ->group(g);
-  app.add_option("--lookup-ngram-max", lookup_ngram_max,
-                 "--spec lookup: longest n-gram matched (down to 1)")
-      ->check(IntegerIn(1, 64))
-      ->capture_default_str()
-      ->group(g);
+  draft_p_min_option =
+      app.add_option("--draft-p-min", draft_p_min,
+                     "cut a draft at the first token the drafter gives less than this probability; "
+                     "--spec eagle: drop the tree's nodes below it with their subtrees (0: off; "
+                     "not for --spec lookup)")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str()
+          ->group(g);
+  draft_steps_option =
+      app.add_option("--draft-steps", draft_steps,
+                     "--spec diffusion: denoising forwards per draft (1: the whole block at once)")
+          ->check(IntegerIn(1, 256))
+          ->capture_default_str()
+          ->group(g);
+  draft_depth_option = app.add_option("--draft-depth", draft_depth,
+                                      "--spec eagle: levels of the draft tree (EAGLE-2's depth)")
+                           ->check(IntegerIn(1, 16))
+                           ->capture_default_str()
+                           ->group(g);
+  draft_topk_option =
+      app.add_option("--draft-topk", draft_topk,
+                     "--spec eagle: children per expanded node and nodes expanded per level "
+                     "(EAGLE-2's top-k; 1 drafts a chain)")
+          ->check(IntegerIn(1, 16))
+          ->capture_default_str()
+          ->group(g);
+  lookup_ngram_max_option = app.add_option("--lookup-ngram-max", lookup_ngram_max,
+                                           "--spec lookup: longest n-gram matched (down to 1)")
+                                ->check(IntegerIn(1, 64))
+                                ->capture_default_str()
+                                ->group(g);
 }
 
 ArParams ArArgs::Resolve(double temperature, uint64_t seed, int64_t gen_length) const {
@@ -138,6 +144,33 @@ std::string ArArgs::SpecMode(bool draft_is_diffusion, const std::string& heads_k
   if (!draft_heads.empty()) return heads_kind;
   if (draft_model.empty()) return "";
   return draft_is_diffusion ? "diffusion" : "draft";
+}
+
+Status ArArgs::CheckModeFlags(const std::string& mode) const {
+  struct Rule {
+    const CLI::Option* option;
+    const char* flag;
+    std::vector<std::string> modes;
+    const char* modes_text;
+  };
+  const Rule rules[] = {
+      {draft_depth_option, "--draft-depth", {"eagle"}, "--spec eagle"},
+      {draft_topk_option, "--draft-topk", {"eagle"}, "--spec eagle"},
+      {draft_steps_option, "--draft-steps", {"diffusion"}, "--spec diffusion"},
+      {lookup_ngram_max_option, "--lookup-ngram-max", {"lookup"}, "--spec lookup"},
+      {draft_p_min_option,
+       "--draft-p-min",
+       {"draft", "diffusion", "medusa", "eagle"},
+       "--spec draft, diffusion, medusa or eagle (a drafter with probabilities)"},
+  };
+  for (const Rule& r : rules) {
+    if (r.option == nullptr || r.option->count() == 0) continue;
+    if (std::find(r.modes.begin(), r.modes.end(), mode) != r.modes.end()) continue;
+    return InvalidArgumentError(
+        std::string(r.flag) + " is for " + r.modes_text + "; this run " +
+        (spec.empty() ? std::string("has no --spec") : "is --spec " + spec));
+  }
+  return Status::Ok();
 }
 
 }  // namespace unmask::tools

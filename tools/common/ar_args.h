@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "decode/decoder_ar.h"
 
 namespace unmask::tools {
@@ -31,6 +32,12 @@ struct ArArgs {
   int32_t lookup_ngram_max = 4;
   int32_t draft_depth = EagleDrafterParams{}.depth;  // --spec eagle
   int32_t draft_topk = EagleDrafterParams{}.top_k;
+  // Set by AddTo: the flags of one speculative mode or a few (CheckModeFlags).
+  CLI::Option* draft_p_min_option = nullptr;
+  CLI::Option* draft_steps_option = nullptr;
+  CLI::Option* draft_depth_option = nullptr;
+  CLI::Option* draft_topk_option = nullptr;
+  CLI::Option* lookup_ngram_max_option = nullptr;
 
   void AddTo(CLI::App& app);
   // ArParams from the flags plus the shared temperature/seed and the --gen-length fallback.
@@ -39,6 +46,12 @@ struct ArArgs {
   // or "eagle"), or inferred from --draft-model's architecture ("draft" for a causal model,
   // "diffusion" for a bidirectional one). "" = none.
   std::string SpecMode(bool draft_is_diffusion, const std::string& heads_kind = "medusa") const;
+  // InvalidArgument naming the flag and the modes it is for when a flag of other speculative
+  // modes was given for `mode` (SpecMode's value; "" = none): --draft-depth and --draft-topk are
+  // for eagle, --draft-steps for diffusion, --lookup-ngram-max for lookup, --draft-p-min for the
+  // modes with a drafter's probability (draft, diffusion, medusa, eagle). --draft-max is every
+  // mode's and ignored without one (llama.cpp's habit; scripts pass it to every run).
+  Status CheckModeFlags(const std::string& mode) const;
 };
 
 }  // namespace unmask::tools

@@ -14,6 +14,7 @@ void DraftHeads::Use(const Model& base, double p_min, DecodeOptions& options) co
   if (eagle) {
     options.eagle_head = eagle.get();
     options.eagle_base = &base;
+    options.eagle.p_min = p_min;
   }
 }
 
