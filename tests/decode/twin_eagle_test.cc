@@ -35,15 +35,29 @@ std::string RandomHead() {
   return testing::SourceDir() + "/tests/data/golden/eagle/random-twin.eagle.gguf";
 }
 
+// The Python reference's trees (scripts/make_eagle_goldens.py).
+nlohmann::json GoldenTrees() {
+  std::ifstream in(testing::SourceDir() + "/tests/data/golden/eagle/golden.json");
+  return nlohmann::json::parse(in)["trees"];
+}
+
+// A golden tree's target features, flattened [rows, hidden].
+std::vector<float> Features(const nlohmann::json& tree) {
+  std::vector<float> feats;
+  for (const auto& row : tree["features"]) {
+    for (double x : row) feats.push_back(static_cast<float>(x));
+  }
+  return feats;
+}
+
 TEST(EagleDrafterTest, TreesMatchTheReference) {
   auto lm = LoadModel(Base(), LoadOptions{});
   ASSERT_TRUE(lm.ok()) << lm.status().ToString();
   auto head = EagleHead::Load(RandomHead(), lm->model->config());
   ASSERT_TRUE(head.ok()) << head.status().ToString();
-  std::ifstream in(testing::SourceDir() + "/tests/data/golden/eagle/golden.json");
-  const nlohmann::json g = nlohmann::json::parse(in);
-  ASSERT_FALSE(g["trees"].empty());
-  for (const auto& t : g["trees"]) {
+  const nlohmann::json trees = GoldenTrees();
+  ASSERT_FALSE(trees.empty());
+  for (const auto& t : trees) {
     EagleDrafterParams p;
     p.depth = t["depth"];
     p.top_k = t["top_k"];
@@ -52,10 +66,7 @@ TEST(EagleDrafterTest, TreesMatchTheReference) {
                  " total " + std::to_string(p.total_tokens));
     auto drafter = MakeEagleDrafter(head->get(), lm->model.get(), p);
     ASSERT_TRUE(drafter.ok()) << drafter.status().ToString();
-    std::vector<float> feats;
-    for (const auto& row : t["features"]) {
-      for (double x : row) feats.push_back(static_cast<float>(x));
-    }
+    const std::vector<float> feats = Features(t);
     const std::vector<int32_t> ctx = t["context"].get<std::vector<int32_t>>();
     const auto rows = static_cast<int64_t>(ctx.size()) - 1;
     (*drafter)->ObserveFeatures(feats, rows, static_cast<int64_t>(ctx.size()));
@@ -79,14 +90,10 @@ TEST(EagleDrafterTest, PMinCutsBranchesAndKeepsTheGreedyOutput) {
   ASSERT_TRUE(lm.ok()) << lm.status().ToString();
   auto head = EagleHead::Load(RandomHead(), lm->model->config());
   ASSERT_TRUE(head.ok()) << head.status().ToString();
-  std::ifstream in(testing::SourceDir() + "/tests/data/golden/eagle/golden.json");
-  const nlohmann::json g = nlohmann::json::parse(in);
-  ASSERT_FALSE(g["trees"].empty());
-  const auto& t = g["trees"][0];
-  std::vector<float> feats;
-  for (const auto& row : t["features"]) {
-    for (double x : row) feats.push_back(static_cast<float>(x));
-  }
+  const nlohmann::json trees = GoldenTrees();
+  ASSERT_FALSE(trees.empty());
+  const auto& t = trees[0];
+  const std::vector<float> feats = Features(t);
   const std::vector<int32_t> ctx = t["context"].get<std::vector<int32_t>>();
   const auto rows = static_cast<int64_t>(ctx.size()) - 1;
   auto propose = [&](EagleDrafterParams p) {
