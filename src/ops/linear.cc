@@ -144,6 +144,15 @@ StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, 
         seg.row_bytes = *RowBytes(p.dtype, k);
         // Referenced, not copied: a fused gate/up of an 8B model would otherwise copy GBs.
         seg.data = static_cast<const uint8_t*>(p.data);
+        if (cpu::PackQuantWeights(p.dtype)) {
+          // The 16-row layout of the VNNI kernel that reads the weights once for every x row
+          // (linear_packed_quant.h): as many bytes again, owned here.
+          const size_t bytes = cpu::PackedSegmentBytes(p.dtype, seg.rows, k);
+          auto packed = AllocateAligned(bytes);
+          cpu::PackSegment(&seg, k, static_cast<uint8_t*>(packed.get()));
+          impl->owned_bytes += bytes;
+          impl->owned.push_back(std::move(packed));
+        }
         impl->segments.push_back(seg);
         row0 += seg.rows;
       }

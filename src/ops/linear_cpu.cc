@@ -275,7 +275,8 @@ int64_t FusedChunkRows(const LinearWeight::Impl& w) {
   // other), unless the chunks would fall below kFusedChunkRows.
   int64_t chunks = (w.n + rows - 1) / rows;
   chunks = (chunks + threads - 1) / threads * threads;
-  return std::max(kFusedChunkRows, (w.n + chunks - 1) / chunks);
+  // A multiple of 16: chunks start on a group of the packed Q4 layout (linear_q4_packed.h).
+  return std::max(kFusedChunkRows, ((w.n + chunks - 1) / chunks + 15) / 16 * 16);
 }
 
 // The thread policy's measure of one matrix-vector product: W's size in f32 (4 n k bytes), not
@@ -313,15 +314,24 @@ void LinearFusedGroups(const LinearWeight::Impl& w, const float* x, int64_t m, f
   // m rows share each weight read but multiply the arithmetic: m x the work of one row.
   const int workers = ThreadsForBytes(m * WorkBytes(w));
   const int64_t groups = (m + 3) / 4;
+  // Segments whose kernel takes every row at once (packed Q4_0 / Q4_1) and the others.
+  bool all_rows = false, grouped = false;
+  for (const auto& seg : w.segments) (TakesPackedKernel(seg) ? all_rows : grouped) = true;
   // x quantized once per call and group when segments of the Q8_0 / 4-/6-bit types take int8
-  // activations.
+  // activations, and once whole for the packed kernel (null with f32 activations: then every
+  // segment takes the grouped f32 kernels).
+  const QuantizedX* xq_all = all_rows ? PrepareQuantizedX(w, x, m, 4) : nullptr;
+  if (all_rows && xq_all == nullptr) grouped = true;
   const QuantizedX* xq[4] = {};
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = 0; grouped && g < groups; ++g) {
     xq[g] =
         PrepareQuantizedX(w, x + 4 * g * w.k, std::min<int64_t>(4, m - 4 * g), static_cast<int>(g));
   }
   ops_internal::ParallelForDynamic(static_cast<int64_t>(chunks.size()), workers, [&](int64_t i) {
     const Panel& c = chunks[static_cast<size_t>(i)];
+    if (xq_all != nullptr && TakesPackedKernel(*c.seg)) {
+      return FusedQuantRowsPacked(*c.seg, c.first, c.first + c.rows, *xq_all, w.n, y);
+    }
     for (int64_t g = 0; g < groups; ++g) {
       const float* xg = x + 4 * g * w.k;
       float* yg = y + 4 * g * w.n;
@@ -353,6 +363,17 @@ float* ThreadPanelBuffer(size_t floats) {
 const float* PanelF32(const Panel& panel, int64_t k, float* buffer) {
   const uint8_t* src = panel.seg->data + static_cast<size_t>(panel.first) * panel.seg->row_bytes;
   if (panel.seg->dtype == DType::kF32) return reinterpret_cast<const float*>(src);
+  if (panel.seg->packed != nullptr) {
+    // From the packed copy, so that the stored one is not read again after the load: each row
+    // back in its stored layout (the same bytes), then converted as it would have been.
+    thread_local std::vector<uint8_t> row;
+    row.resize(panel.seg->row_bytes);
+    for (int64_t r = 0; r < panel.rows; ++r) {
+      UnpackSegmentRow(*panel.seg, panel.first + r, k, row.data());
+      ConvertRow(panel.seg->dtype, row.data(), k, buffer + r * k);
+    }
+    return buffer;
+  }
   for (int64_t r = 0; r < panel.rows; ++r) {
     ConvertRow(panel.seg->dtype, src + static_cast<size_t>(r) * panel.seg->row_bytes, k,
                buffer + r * k);

@@ -23,6 +23,9 @@ struct LinearWeight::Impl {
     DType dtype = DType::kF32;
     const uint8_t* data = nullptr;  // [rows, k] in dtype
     size_t row_bytes = 0;
+    // Q4_0 / Q4_1 / Q8_0 also packed in groups of 16 rows (linear_packed_quant.h) where the VNNI
+    // kernel of that layout runs (PackQuantWeights); in `owned`. data stays valid for the others.
+    const uint8_t* packed = nullptr;
   };
 
   int64_t n = 0;  // out_features
@@ -64,6 +67,7 @@ struct QuantizedX {
   std::vector<float> d;           // [m, k / 32]; NaN for a block holding a NaN
   std::vector<float> d_sum;       // [m, k / 32]: d * (sum of the block's q)
   std::vector<int16_t> pair_sum;  // [m, k / 32, 16]: q[2 l] + q[2 l + 1] of the block
+  std::vector<int32_t> sum;       // [m, k / 32]: the block's sum of q
   // The layout of the Q4_0 / Q4_1 kernels, which take blocks two at a time: per pair (A, B) of
   // blocks 2t, 2t + 1 of a row, A[0, 16) B[0, 16) A[16, 32) B[16, 32) (a last odd block as is),
   // and for lanes l < 8: 8 (pair_sum_A[l] + pair_sum_A[l + 8]), lanes 8 + l: the same for B.
@@ -75,7 +79,7 @@ struct QuantizedX {
 // with `pair_layout` (weights with Q4_0 / Q4_1 segments).
 void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_layout = true);
 
-// The int8 activations for one fused Linear call: x quantized into buffer `slot` (0..3) of the
+// The int8 activations for one fused Linear call: x quantized into buffer `slot` (0..4) of the
 // calling thread when GetQuantActivations() is kInt8 and w has a segment with HasInt8Kernel;
 // nullptr otherwise (the f32 kernels run). Valid until the thread's next call with that slot.
 const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x, int64_t m,
@@ -93,6 +97,24 @@ void FusedQuantRows(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t 
 // (d q) of x with the weights up to f32 rounding.
 void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
                         const QuantizedX& xq, int64_t n, float* y);
+
+// True when LinearWeight::Prepare packs Q4_0 / Q4_1 / Q8_0 weights for the VNNI kernel of the
+// 16-row layout (linear_packed_quant.h): the int8 tier is kAvx512Vnni and UNMASK_PACKED_QUANT is
+// not "0".
+bool PackQuantWeights(DType dtype);
+// True when `seg` takes FusedQuantRowsPacked: it was packed and the tier (as capped now) is
+// kAvx512Vnni.
+bool TakesPackedKernel(const LinearWeight::Impl::Segment& seg);
+// As FusedQuantRowsInt8 for such a segment, with every row of xq at once (xq.m in 1..16: the
+// weights are read once for all of them); j0 a multiple of 16.
+void FusedQuantRowsPacked(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
+                          const QuantizedX& xq, int64_t n, float* y);
+// The packed copy of a segment whose dtype PackQuantWeights: its bytes, the packing (out:
+// PackedSegmentBytes bytes; sets seg->packed) and one row back in its stored layout (row_bytes at
+// out).
+size_t PackedSegmentBytes(DType dtype, int64_t rows, int64_t k);
+void PackSegment(LinearWeight::Impl::Segment* seg, int64_t k, uint8_t* out);
+void UnpackSegmentRow(const LinearWeight::Impl::Segment& seg, int64_t row, int64_t k, uint8_t* out);
 
 // The instruction tier of the Q8_0, Q4_0 and Q4_1 int8 kernels, chosen at run time: kAvx512Vnni on
 // CPUs with AVX-512 F/BW/VL and AVX512_VNNI (linear_q8_vnni_cpu.cc, linear_q4_vnni_cpu.cc, when the

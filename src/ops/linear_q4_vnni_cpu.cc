@@ -21,16 +21,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
 #define UNMASK_Q4_VNNI_COMPILED 1
-// GCC 12 warns inside intrinsics that use _mm512_undefined_*() (GCC bug 105593; see simd_math.h).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
+#include "ops/immintrin_quiet.h"
 #endif
 
 namespace unmask::cpu {

@@ -161,8 +161,8 @@ const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x,
     pairs = pairs || seg.dtype == DType::kQ4_0 || seg.dtype == DType::kQ4_1;
   }
   if (!any) return nullptr;
-  thread_local QuantizedX buffers[4];
-  QuantizedX& buffer = buffers[slot & 3];
+  thread_local QuantizedX buffers[5];
+  QuantizedX& buffer = buffers[slot >= 0 && slot < 5 ? slot : 0];
   QuantizeX(x, m, w.k, &buffer, pairs);
   return &buffer;
 }

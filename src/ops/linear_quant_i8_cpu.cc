@@ -19,13 +19,16 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 #include "backend/cpu/cpu_isa.h"
 #include "core/half.h"
 #include "ops/linear_impl.h"
+#include "ops/linear_packed_quant.h"
 #include "ops/linear_q4_vnni.h"
 #include "ops/linear_q8_vnni.h"
 #include "ops/quant_simd.h"
@@ -119,6 +122,7 @@ void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_
   out->d.resize(static_cast<size_t>(num_blocks));
   out->d_sum.resize(static_cast<size_t>(num_blocks));
   out->pair_sum.resize(static_cast<size_t>(num_blocks * 16));
+  out->sum.resize(static_cast<size_t>(num_blocks));
   for (int64_t b = 0; b < num_blocks; ++b) {  // rows are contiguous: block b of the flat x
     const float* v = x + 32 * b;
     const float d = BlockAbsMax(v) / 127.0f;
@@ -132,6 +136,7 @@ void QuantizeX(const float* x, int64_t m, int64_t k, QuantizedX* out, bool pair_
 #endif
     out->d[static_cast<size_t>(b)] = d;
     out->d_sum[static_cast<size_t>(b)] = d * static_cast<float>(sum);
+    out->sum[static_cast<size_t>(b)] = sum;
   }
   // The pair layout of the Q4_0 / Q4_1 kernels.
   if (!pair_layout) return;
@@ -605,5 +610,59 @@ void FusedQuantRowsInt8(const LinearWeight::Impl::Segment& seg, int64_t j0, int6
   }
 }
 #endif  // UNMASK_QUANT_SIMD
+
+namespace {
+PackedQuant PackedQuantOf(DType dtype) {
+  return dtype == DType::kQ4_0   ? PackedQuant::kQ4_0
+         : dtype == DType::kQ4_1 ? PackedQuant::kQ4_1
+                                 : PackedQuant::kQ8_0;
+}
+}  // namespace
+
+bool PackQuantWeights(DType dtype) {
+  // UNMASK_PACKED_QUANT=0 keeps the weights in their stored layout only (measurements, memory).
+  static const bool allowed = [] {
+    const char* v = std::getenv("UNMASK_PACKED_QUANT");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return (dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ8_0) && allowed &&
+         PackedQuantCompiled() && Int8KernelTier() == Int8Tier::kAvx512Vnni;
+}
+
+bool TakesPackedKernel(const LinearWeight::Impl::Segment& seg) {
+  return seg.packed != nullptr && Int8KernelTier() == Int8Tier::kAvx512Vnni;
+}
+
+void FusedQuantRowsPacked(const LinearWeight::Impl::Segment& seg, int64_t j0, int64_t j1,
+                          const QuantizedX& xq, int64_t n, float* y) {
+  PackedQuantArgs args;
+  args.type = PackedQuantOf(seg.dtype);
+  args.num_blocks = xq.k / 32;
+  args.packed = seg.packed + PackedBytes(args.type, j0, args.num_blocks);
+  args.rows = j1 - j0;
+  args.m = static_cast<int>(xq.m);
+  args.xq = xq.q.data();
+  args.xd = xq.d.data();
+  args.xd_sum = xq.d_sum.data();
+  args.x_sum = xq.sum.data();
+  args.y = y + seg.row0 + j0;
+  args.y_stride = n;
+  RowsPackedVnni(args);
+}
+
+void PackSegment(LinearWeight::Impl::Segment* seg, int64_t k, uint8_t* out) {
+  const PackedQuant t = PackedQuantOf(seg->dtype);
+  PackRows(t, seg->data, seg->row_bytes, seg->rows, k / 32, out);
+  seg->packed = out;
+}
+
+void UnpackSegmentRow(const LinearWeight::Impl::Segment& seg, int64_t row, int64_t k,
+                      uint8_t* out) {
+  UnpackRow(PackedQuantOf(seg.dtype), seg.packed, row, k / 32, out);
+}
+
+size_t PackedSegmentBytes(DType dtype, int64_t rows, int64_t k) {
+  return PackedBytes(PackedQuantOf(dtype), rows, k / 32);
+}
 
 }  // namespace unmask::cpu

@@ -20,17 +20,7 @@
 #endif
 
 #if defined(UNMASK_HAVE_AVX512) || defined(UNMASK_HAVE_AVX2) || defined(__F16C__)
-// GCC 12 reports -Wmaybe-uninitialized inside AVX-512 intrinsics that use _mm512_undefined_*()
-// and -Wuninitialized (GCC bug 105593, fixed in GCC 13); silence them for those headers only.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
+#include "ops/immintrin_quiet.h"
 #endif
 
 namespace unmask::cpu {

@@ -32,6 +32,7 @@
 #include "op_test_util.h"
 #include "ops/linear.h"
 #include "ops/linear_impl.h"
+#include "ops/linear_packed_quant.h"
 #include "ops/linear_q4_vnni.h"
 #include "ops/linear_q8_vnni.h"
 #include "ops/ref/convert_ref.h"
@@ -589,6 +590,54 @@ TEST(LinearQ4Int8Test, NaNZeroAndExtremeCodeBlocks) {
 
 // The tier follows the CPU: AVX-512 VNNI where it has AVX-512 F/BW/VL + VNNI and the build compiled
 // that kernel, and the cap lowers it.
+// The 16-row layout of the packed kernel (linear_packed_quant.h): every stored byte of every row
+// comes back, for row counts that leave the last group partial, and the layout is the documented
+// dword transpose.
+TEST(PackedQuantTest, RowsComeBackAndTheLayoutIsTheTranspose) {
+  struct Case {
+    DType dtype;
+    cpu::PackedQuant type;
+    size_t block_bytes, header;
+  };
+  for (const Case& c : {Case{DType::kQ4_0, cpu::PackedQuant::kQ4_0, 18, 2},
+                        Case{DType::kQ4_1, cpu::PackedQuant::kQ4_1, 20, 4},
+                        Case{DType::kQ8_0, cpu::PackedQuant::kQ8_0, 34, 2}}) {
+    for (int64_t rows : {1, 15, 16, 17, 45}) {
+      const int64_t nb = 3;
+      const size_t row_bytes = nb * c.block_bytes;
+      const std::vector<uint8_t> data = testing::RandomBlocks(c.dtype, rows * nb, 5, false);
+      std::vector<uint8_t> packed(cpu::PackedBytes(c.type, rows, nb), 0xAB);
+      cpu::PackRows(c.type, data.data(), row_bytes, rows, nb, packed.data());
+      EXPECT_EQ(packed.size(),
+                static_cast<size_t>((rows + 15) / 16 * nb) * cpu::PackedUnitBytes(c.type));
+      std::vector<uint8_t> row(row_bytes);
+      for (int64_t j = 0; j < rows; ++j) {
+        cpu::UnpackRow(c.type, packed.data(), j, nb, row.data());
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), data.begin() + j * row_bytes))
+            << DTypeName(c.dtype) << " rows " << rows << " row " << j;
+      }
+      // Block 1 of row 5: dword 2 of its codes is at codes[2][4 * 5] of unit (group 0, block 1).
+      if (rows > 5) {
+        const uint8_t* unit = packed.data() + 1 * cpu::PackedUnitBytes(c.type);
+        EXPECT_TRUE(std::equal(unit + 64 * 2 + 4 * 5, unit + 64 * 2 + 4 * 5 + 4,
+                               data.begin() + 5 * row_bytes + c.block_bytes + c.header + 8));
+      }
+    }
+  }
+}
+
+// Where the packed kernel runs, a prepared Q4 / Q8_0 weight owns its packed copy.
+TEST(PackedQuantTest, PackedWeightsOwnTheirCopy) {
+  const QuantWeight w = MakeQuantWeight(DType::kQ4_1, 37, 576, 3, false);
+  auto weight = LinearWeight::Prepare({&w.view, 1}, WeightMode::kOnTheFly);
+  ASSERT_TRUE(weight.ok());
+  if (cpu::PackQuantWeights(DType::kQ4_1)) {
+    EXPECT_EQ(weight->owned_bytes(), cpu::PackedBytes(cpu::PackedQuant::kQ4_1, 37, 18));
+  } else {
+    EXPECT_EQ(weight->owned_bytes(), 0u);
+  }
+}
+
 TEST(LinearQ8_0Int8Test, TierFollowsTheCpu) {
   const cpu::Int8Tier tier = cpu::Int8KernelTier();
   const cpu::CpuFeatures& f = cpu::GetCpuFeatures();
