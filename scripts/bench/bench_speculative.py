@@ -7,7 +7,8 @@ Each (prompt, mode) is one `unmask generate --json` run; times are the generatio
 (model loading excluded). Modes: plain, lookup, draft=DRAFT.gguf, diffusion=DIFFUSION.gguf,
 medusa (the heads beside the model, MODEL.medusa.gguf) or medusa=HEADS.gguf, eagle (the EAGLE draft
 layer beside the model, MODEL.eagle.gguf) or eagle=LAYER.gguf, each optionally with its tree as
-@DEPTH,TOPK,NODES (default @4,2,6: --draft-depth, --draft-topk, --draft-max), e.g. eagle@5,3,12.
+@DEPTH,TOPK,NODES (default @4,2,6: --draft-depth, --draft-topk, --draft-max), e.g. eagle@5,3,12,
+and a fourth value for --draft-p-min (eagle@6,3,12,0.2: nodes the layer gives less are pruned).
 
 Examples (README, docs/benchmarks.md):
   scripts/bench/bench_speculative.py -m models/unmask-tinystories-ar.gguf --prompts stories \\
@@ -62,8 +63,10 @@ def run(args, prompt, mode):
     cmd += ["--chat"] if args.chat else ["--no-chat"]
     if mode.startswith("eagle"):
         spec, _, tree = mode.partition("@")
-        depth, topk, nodes = (tree or "4,2,6").split(",")
+        depth, topk, nodes, *p_min = (tree or "4,2,6").split(",")
         cmd += ["--spec", "eagle", "--draft-depth", depth, "--draft-topk", topk, "--draft-max", nodes]
+        if p_min:
+            cmd += ["--draft-p-min", p_min[0]]
         if "=" in spec:
             cmd += ["--draft-heads", spec.split("=", 1)[1]]
     else:
@@ -133,7 +136,10 @@ def main():
         label = spec.split("=")[0] + (" (" + os.path.basename(spec.split("=")[1]) + ")"
                                       if "=" in spec else "")
         if tree:
-            label += " depth {}, top-k {}, {} nodes".format(*tree.split(","))
+            parts = tree.split(",")
+            label += " depth {}, top-k {}, {} nodes".format(*parts[:3])
+            if len(parts) > 3:
+                label += f", p-min {parts[3]}"
         print(f"| {label} "
               f"| {tokens} | {acc} | {tokens / forwards:.2f} | {tps:.1f} | {tps / base_tps:.2f}x "
               f"| {same}/{len(rs)} |")

@@ -18,7 +18,11 @@ namespace unmask {
 //              row). The fast path of products over many rows.
 //   kOnTheFly: kept in its stored dtype (e.g. the mmap'd F16/Q8_0 data, no copy); M <= 16 runs
 //              fused kernels that read each weight once, larger M dequantizes panels of rows to
-//              f32 inside Linear (memory of the original file; slower for large M).
+//              f32 inside Linear (memory of the original file; slower for large M). On CPUs with
+//              AVX512-VNNI, Q4_0 / Q4_1 / Q8_0 parts are also copied once into a 16-row layout
+//              (ops/linear_packed_quant.h; as many bytes again, in owned_bytes()) whose kernel
+//              multiplies all M <= 16 rows of x by one read of the weights (UNMASK_PACKED_QUANT=0:
+//              no copy, the row-major kernels).
 //   kAuto:     kPacked unless the caller's budget says otherwise (decided by the model loader).
 enum class WeightMode { kAuto, kPacked, kOnTheFly };
 
