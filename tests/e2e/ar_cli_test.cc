@@ -232,6 +232,20 @@ TEST(ArCliTest, EagleFindsTheLayerBesideTheModelAndIsLossless) {
   EXPECT_NE(none.err.find("unmask-tinystories-ar-draft.eagle.gguf"), std::string::npos) << none.err;
 }
 
+// `unmask inspect` on a heads file says what it is and how to use it, not "not runnable".
+TEST(ArCliTest, InspectNamesDraftFiles) {
+  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
+           {MedusaHeadsPathFor(testing::TwinPath("ar")), "medusa"},
+           {testing::SourceDir() + "/tests/data/golden/eagle/random-twin.eagle.gguf", "eagle"}}) {
+    const auto r = RunUnmask("inspect " + path + " --no-tensors");
+    EXPECT_EQ(r.exit_code, 0) << path << r.err;
+    EXPECT_NE(r.out.find("architecture: " + kind + " ("), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--spec " + kind + " --draft-heads"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(kind + "."), std::string::npos) << r.out;  // its metadata
+    EXPECT_EQ(r.out.find("not runnable"), std::string::npos) << r.out;
+  }
+}
+
 TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {
   UNMASK_REQUIRE_SHARED_DATA(stories, "models/stories260K.gguf");
   const auto r = RunUnmask("generate -m " + testing::TwinPath("ar") +

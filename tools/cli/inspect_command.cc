@@ -51,8 +51,23 @@ int InspectCommand::Run() const {
               static_cast<double>(f.file_size()) / (1 << 20),
               static_cast<unsigned long long>(f.alignment()));
 
+  // Medusa heads and EAGLE draft layers are parts of another model's speculative decoding.
+  const auto arch = f.GetString("general.architecture");
+  const bool draft_file = arch.ok() && (*arch == "medusa" || *arch == "eagle");
   auto config_or = ReadModelConfig(f);
-  if (config_or.ok()) {
+  if (draft_file) {
+    std::printf(
+        "architecture: %s (%s for speculative decoding of an autoregressive model: unmask "
+        "generate -m TARGET.gguf --spec %s --draft-heads %s; found beside TARGET.gguf as "
+        "TARGET.%s.gguf)\n",
+        arch->c_str(), *arch == "medusa" ? "draft heads" : "a draft layer", arch->c_str(),
+        path.c_str(), arch->c_str());
+    for (const gguf::MetadataEntry& e : f.metadata()) {
+      if (e.key.rfind(*arch + ".", 0) == 0) {
+        std::printf("  %s = %s\n", e.key.c_str(), e.value.ToString().c_str());
+      }
+    }
+  } else if (config_or.ok()) {
     ModelConfig c = *config_or;
     if (const auto* e = f.FindTensor("token_embd.weight"); e && e->dims.size() == 2) {
       c.vocab_size = e->dims[1];
@@ -106,7 +121,9 @@ int InspectCommand::Run() const {
   }
 
   auto tok_or = Tokenizer::FromGguf(f);
-  if (tok_or.ok()) {
+  if (draft_file) {
+    std::printf("tokenizer: the target model's\n");
+  } else if (tok_or.ok()) {
     const Tokenizer& tok = **tok_or;
     std::printf("tokenizer: %s%s%s, %d tokens, add_bos %s\n", std::string(tok.model_name()).c_str(),
                 tok.pre_name().empty() ? "" : " / pre ", std::string(tok.pre_name()).c_str(),

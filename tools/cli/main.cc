@@ -18,6 +18,7 @@
 #include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "common/cli_util.h"
+#include "common/interrupt.h"
 #include "common/suggest.h"
 #include "hub/catalog.h"
 #include "hub/pull.h"
@@ -386,6 +387,9 @@ int main(int argc, char** argv) {
     unmask::tools::PrintError(where, message + " (see '" + where + " --help')");
     return 2;
   }
+  // SIGINT on a thread of its own, before any other thread starts (common/interrupt.h); serve
+  // waits for SIGINT and SIGTERM itself.
+  if (!srv->parsed()) unmask::tools::WatchInterrupts();
   for (CLI::App* sub : {gen, cht, ben, srv}) {
     if (sub->parsed() && !(sub == ben && are->parsed()) &&
         !ApplyCatalogDefaults(*sub, catalog_defaults, defaults_of)) {
