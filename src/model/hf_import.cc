@@ -58,11 +58,16 @@ Status RefuseUnsupported(const json& config, const std::string& path) {
     return UnimplementedError(path + ": hidden_act " + ShortDump(config["hidden_act"]) +
                               " is not supported (only silu: SwiGLU)");
   }
-  if (config.value("mlp_bias", false) == true) {
-    return UnimplementedError(path + ": mlp_bias true is not supported");
-  }
-  if (config.value("use_sliding_window", false) == true) {
-    return UnimplementedError(path + ": use_sliding_window true is not supported");
+  for (const char* key : {"mlp_bias", "use_sliding_window"}) {
+    if (!config.contains(key) || config[key].is_null()) continue;
+    // nlohmann's value(key, false) throws on a non-boolean (found by hf_config_fuzz).
+    if (!config[key].is_boolean()) {
+      return InvalidArgumentError(path + ": " + key + " " + ShortDump(config[key]) +
+                                  " must be true or false");
+    }
+    if (config[key].get<bool>()) {
+      return UnimplementedError(path + ": " + key + " true is not supported");
+    }
   }
   return Status::Ok();
 }

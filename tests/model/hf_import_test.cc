@@ -164,6 +164,14 @@ TEST(HfImportTest, ConfigErrorsNameTheFileAndTheField) {
               StatusCode::kUnimplemented, {"rope_scaling"});
   ExpectError(with([](json& c) { c["hidden_act"] = "gelu"; }), StatusCode::kUnimplemented,
               {"hidden_act"});
+  // A non-boolean flag ended the process (nlohmann's value() threw; fuzz/hf_config_fuzz.cc,
+  // fuzz/regressions/hf_config_fuzz/non-boolean-use-sliding-window).
+  ExpectError(with([](json& c) { c["use_sliding_window"] = "yes"; }), StatusCode::kInvalidArgument,
+              {"use_sliding_window", "must be true or false"});
+  ExpectError(with([](json& c) { c["mlp_bias"] = 1; }), StatusCode::kInvalidArgument,
+              {"mlp_bias", "must be true or false"});
+  ExpectError(with([](json& c) { c["mlp_bias"] = true; }), StatusCode::kUnimplemented,
+              {"mlp_bias true"});
   ExpectError(with([](json& c) { c["hidden_size"] = 48; }), StatusCode::kInvalidArgument,
               {"model.safetensors", "model.embed_tokens.weight", "config.json implies [1024, 48]"});
   ExpectError(with([](json& c) { c["num_hidden_layers"] = 3; }), StatusCode::kNotFound,

@@ -75,6 +75,11 @@ TEST(ApiRequestTest, ChatMessagesAndMaxCompletionTokens) {
   ASSERT_EQ(r.messages.size(), 2u);
   EXPECT_EQ(r.messages[1].content, "ab");
   EXPECT_EQ(r.max_tokens, 9);
+  // A part whose type is not a string is a 400, not an exception.
+  EXPECT_TRUE(Parse(
+      R"({"model":"m","messages":[{"role":"user","content":[{"type":5,"text":"a"}]}]})", true, &r));
+  EXPECT_TRUE(
+      Parse(R"({"model":"m","messages":[{"role":"user","content":[{"text":"a"}]}]})", true, &r));
   // A chat request without a length runs until EOS or the context (vLLM, llama-server).
   ASSERT_FALSE(Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", true, &r));
   EXPECT_EQ(r.max_tokens, ApiRequest::kUntilDone);

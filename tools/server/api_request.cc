@@ -167,8 +167,9 @@ std::optional<ApiError> ReadMessages(const json& j, ApiRequest* r) {
     } else if (content->is_array()) {
       // Content parts: only text parts are supported.
       for (const json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
+        // (value("type", "") would throw on a non-string type.)
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+            !part.contains("text") || !part["text"].is_string()) {
           return Bad(
               where + ".content",
               where + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported");
