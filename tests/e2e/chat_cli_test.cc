@@ -3,8 +3,16 @@
 // that outgrows the context reported without ending the session.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "e2e/cli_runner.h"
 #include "test_util.h"
@@ -94,6 +102,57 @@ TEST(ChatCliTest, TheHistoryIsKept) {
   EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Berlin"), std::string::npos) << r.out;
   std::remove(in.c_str());
+}
+
+// Ctrl-C at the prompt leaves, as the banner says (SIGINT arrives on the interrupt thread, so the
+// prompt's read polls for it), after a reply was given; standard input stays open.
+TEST(ChatCliTest, CtrlCAtThePromptLeaves) {
+  const std::string err_path = testing::TempDir() + "/chat_ctrl_c." + std::to_string(getpid());
+  int in[2];
+  ASSERT_EQ(pipe(in), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int out = open("/dev/null", O_WRONLY);
+    dup2(in[0], 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(in[1]);
+    const std::string model = testing::TestDataPath("hf/qwen3-tiny");
+    execl(UNMASK_CLI_PATH, UNMASK_CLI_PATH, "chat", "-m", model.c_str(), "-t", "1", "-n", "4",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  ASSERT_EQ(write(in[1], "hello\n", 6), 6);
+  // Wait for the reply's statistics line: the chat is then back at the prompt.
+  std::string err;
+  for (int i = 0; i < 600 && err.find("tokens/s") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream f(err_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    err = ss.str();
+  }
+  ASSERT_NE(err.find("tokens/s"), std::string::npos) << err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  kill(pid, SIGINT);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 100 && done == 0; ++i) {  // up to 10 s
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  close(in[1]);
+  std::remove(err_path.c_str());
+  ASSERT_NE(done, 0) << "chat still waits for input after Ctrl-C at the prompt";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

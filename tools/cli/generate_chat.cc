@@ -3,11 +3,13 @@
 // template every turn (the whole conversation is prefilled again: no KV cache is kept between
 // turns). Each reply streams to stdout and ends with the one-line statistics on stderr; Ctrl-C
 // stops the reply, not the program (Ctrl-C at the prompt, /exit or end of input leaves).
+#include <poll.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,40 @@ constexpr const char* kHelp =
     "conversation, keep the system message), /help. End a line with \\ to continue it on the "
     "next. Ctrl-C during a reply stops the reply.";
 
+// One line of standard input (without its newline), read with read(2) after poll(2) so that the
+// wait ends within 100 ms of a Ctrl-C (SIGINT arrives on the interrupt thread, common/interrupt.h,
+// and does not interrupt this read). False at the end of input, on a read error, or once
+// Interrupted().
+bool ReadLine(std::string* line) {
+  static std::string pending;
+  static bool eof = false;
+  for (;;) {
+    if (const size_t nl = pending.find('\n'); nl != std::string::npos) {
+      line->assign(pending, 0, nl);
+      pending.erase(0, nl + 1);
+      return true;
+    }
+    if (eof) {
+      if (pending.empty()) return false;
+      *line = std::move(pending);  // a last line without a newline
+      pending.clear();
+      return true;
+    }
+    if (Interrupted()) return false;
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    const int ready = poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    if (n > 0) {
+      pending.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      eof = true;
+    }
+  }
+}
+
 // One user turn: lines joined while they end with a backslash. False at end of input or when
 // Ctrl-C interrupted the read.
 bool ReadTurn(bool interactive, std::string* turn) {
@@ -37,7 +73,7 @@ bool ReadTurn(bool interactive, std::string* turn) {
       std::fflush(stdout);
     }
     std::string line;
-    if (!std::getline(std::cin, line)) return !turn->empty();  // a continued line at the end
+    if (!ReadLine(&line)) return !turn->empty() && !Interrupted();  // a continued line at the end
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty() && line.back() == '\\') {
       line.pop_back();

@@ -51,6 +51,9 @@ void WatchInterrupts() {
   if (g_watching.exchange(true)) return;
   const sigset_t set = InterruptSet();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread created from here on
+  // A SIGINT ignored on entry (a background job of a shell without job control) would be dropped
+  // before sigwait sees it; the handler that CatchInterrupt installed before replaced it too.
+  signal(SIGINT, SIG_DFL);
   std::thread(WatchLoop).detach();
 }
 
