@@ -169,7 +169,9 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
            // a flag of another mode: refused, not ignored
            "--spec medusa --draft-depth 3", "--spec lookup --draft-topk 2", "--draft-depth 2",
            "--spec lookup --draft-p-min 0.5", "--draft-p-min 0.5", "--spec eagle --draft-steps 2",
-           "--spec medusa --lookup-ngram-max 3", "--spec eagle --draft-p-min 1.5"}) {
+           "--spec medusa --lookup-ngram-max 3", "--spec eagle --draft-p-min 1.5",
+           "--spec eagle --draft-p-min nan",
+           "--spec lookup --draft-model " + testing::TwinPath("ar-draft")}) {
     const auto r = RunUnmask(base + bad);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_NE(r.exit_code, -1) << bad;  // not a crash

@@ -85,6 +85,10 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
                                                "--spec " +
                                                spec));
   }
+  if (spec == "lookup" && !cmd.ar.draft_model.empty()) {
+    return FailWith(kWho, InvalidArgumentError("--draft-model is for --spec draft or diffusion; "
+                                               "--spec lookup drafts from the prompt"));
+  }
   if (spec == "lookup") {
     options.speculative_lookup = true;
   } else if (spec == "medusa" || spec == "eagle") {

@@ -101,6 +101,14 @@ void ArArgs::AddTo(CLI::App& app) {
                      "--spec eagle: drop the tree's nodes below it with their subtrees (0: off; "
                      "not for --spec lookup)")
           ->check(CLI::Range(0.0, 1.0))
+          ->check(CLI::Validator(  // CLI::Range lets NaN through (every comparison is false)
+              [](std::string& v) {
+                return v.find_first_of("nN") != std::string::npos &&
+                               v.find_first_of("aA") != std::string::npos
+                           ? std::string("not a number in [0, 1]")
+                           : std::string();
+              },
+              "", "not NaN"))
           ->capture_default_str()
           ->group(g);
   draft_steps_option =
