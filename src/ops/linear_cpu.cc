@@ -275,7 +275,7 @@ int64_t FusedChunkRows(const LinearWeight::Impl& w) {
   // other), unless the chunks would fall below kFusedChunkRows.
   int64_t chunks = (w.n + rows - 1) / rows;
   chunks = (chunks + threads - 1) / threads * threads;
-  // A multiple of 16: chunks start on a group of the packed Q4 layout (linear_q4_packed.h).
+  // A multiple of 16: chunks start on a group of the packed layout (linear_packed_quant.h).
   return std::max(kFusedChunkRows, ((w.n + chunks - 1) / chunks + 15) / 16 * 16);
 }
 
@@ -314,7 +314,7 @@ void LinearFusedGroups(const LinearWeight::Impl& w, const float* x, int64_t m, f
   // m rows share each weight read but multiply the arithmetic: m x the work of one row.
   const int workers = ThreadsForBytes(m * WorkBytes(w));
   const int64_t groups = (m + 3) / 4;
-  // Segments whose kernel takes every row at once (packed Q4_0 / Q4_1) and the others.
+  // Segments whose kernel takes every row at once (packed Q4_0 / Q4_1 / Q8_0) and the others.
   bool all_rows = false, grouped = false;
   for (const auto& seg : w.segments) (TakesPackedKernel(seg) ? all_rows : grouped) = true;
   // x quantized once per call and group when segments of the Q8_0 / 4-/6-bit types take int8

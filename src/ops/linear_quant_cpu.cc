@@ -158,7 +158,9 @@ const QuantizedX* PrepareQuantizedX(const LinearWeight::Impl& w, const float* x,
   bool any = false, pairs = false;
   for (const auto& seg : w.segments) {
     any = any || HasInt8Kernel(seg.dtype);
-    pairs = pairs || seg.dtype == DType::kQ4_0 || seg.dtype == DType::kQ4_1;
+    // The pair layout only for Q4 segments of the row-major kernels (not the packed one).
+    pairs = pairs ||
+            ((seg.dtype == DType::kQ4_0 || seg.dtype == DType::kQ4_1) && !TakesPackedKernel(seg));
   }
   if (!any) return nullptr;
   thread_local QuantizedX buffers[5];
