@@ -1,6 +1,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -12,7 +13,6 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Integers generated for a schema have at most this many digits.
-constexpr int kMaxDigits = 16;
 constexpr int64_t kMaxInt = 9999999999999999;  // 16 nines
 constexpr int64_t kMaxItems = 4096;
 
@@ -95,6 +95,15 @@ std::string NonNegative(int64_t lo, int64_t hi) {
   std::string out = "( ";
   for (size_t k = 0; k < parts.size(); ++k) out += (k ? " | " : "") + parts[k];
   return out + " )";
+}
+
+// A JSON pointer's array index: decimal digits only, no sign; false when it does not fit.
+bool ArrayIndex(const std::string& key, size_t* index) {
+  if (key.empty() ||
+      !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  const auto r = std::from_chars(key.data(), key.data() + key.size(), *index);
+  return r.ec == std::errc() && r.ptr == key.data() + key.size();
 }
 
 std::string Sanitize(const std::string& hint) {
@@ -185,10 +194,9 @@ class Compiler {
       }
       if (node->is_object() && node->contains(key)) {
         node = &node->at(key);
-      } else if (node->is_array() && !key.empty() &&
-                 std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-                 std::stoul(key) < node->size()) {
-        node = &node->at(std::stoul(key));
+      } else if (size_t index = 0;
+                 node->is_array() && ArrayIndex(key, &index) && index < node->size()) {
+        node = &node->at(index);
       } else {
         return Error("$ref '" + ref + "' does not resolve", ptr);
       }
@@ -419,7 +427,13 @@ class Compiler {
 
   StatusOr<std::string> Visit(const json& s, const std::string& hint, const std::string& ptr) {
     if (++depth_ > 64) return Error("schema nested deeper than 64 levels", ptr);
+    // Every schema but a reference or a choice writes a character ('{', '[', '"', a digit...)
+    // before any of its sub-schemas, so a reference inside it is not at the head of the value.
+    const bool at_head =
+        s.is_object() && (s.contains("$ref") || s.contains("anyOf") || s.contains("oneOf"));
+    if (!at_head) ++written_;
     auto r = VisitInner(s, hint, ptr);
+    if (!at_head) --written_;
     --depth_;
     return r;
   }
@@ -439,13 +453,28 @@ class Compiler {
       if (!s.at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
       const std::string ref = s.at("$ref");
       auto found = refs_.find(ref);
-      if (found != refs_.end()) return found->second;
+      if (found != refs_.end()) {
+        // Reached again while its own target is being compiled, with nothing written since it
+        // was entered: the rule would be left-recursive (x ::= x ...), which no grammar runs.
+        auto open = open_refs_.find(ref);
+        if (open != open_refs_.end() && open->second == written_) {
+          return Error("$ref '" + ref +
+                           "' refers back to itself before any character of the value (through "
+                           "$ref, anyOf or oneOf only); recursion is supported inside an object "
+                           "or an array",
+                       ptr);
+        }
+        return found->second;
+      }
       UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(ref, ptr));
       const std::string name = NewName(ref == "#" ? "root-ref" : ref.substr(ref.rfind('/') + 1));
       refs_[ref] = name;
       rules_[name] = "json-null";  // placeholder while the target is compiled (recursion)
-      UNMASK_ASSIGN_OR_RETURN(std::string body, Visit(*target, name, ref.substr(1)));
-      rules_[name] = body;
+      open_refs_[ref] = written_;
+      auto body = Visit(*target, name, ref.substr(1));
+      open_refs_.erase(ref);
+      if (!body.ok()) return body.status();
+      rules_[name] = *std::move(body);
       return name;
     }
     std::string out;
@@ -563,7 +592,9 @@ class Compiler {
       }
     }
     for (const json* p : parts) {
-      while (p->is_object() && p->contains("$ref")) {
+      for (int hops = 0; p->is_object() && p->contains("$ref"); ++hops) {
+        if (!p->at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
+        if (hops == 64) return Error("'$ref' inside 'allOf' does not end (a cycle)", ptr);
         UNMASK_ASSIGN_OR_RETURN(p, Resolve(p->at("$ref").get<std::string>(), ptr));
       }
       bool typed_object = true;
@@ -576,8 +607,10 @@ class Compiler {
       }
       for (auto it = p->begin(); it != p->end(); ++it) {
         if (it.key() == "properties") {
+          if (!it->is_object()) return Error("'properties' must be an object", ptr);
           for (auto q = it->begin(); q != it->end(); ++q) merged["properties"][q.key()] = q.value();
         } else if (it.key() == "required") {
+          if (!it->is_array()) return Error("'required' must be an array of names", ptr);
           for (const json& r : *it) merged["required"].push_back(r);
         } else if (it.key() == "additionalProperties") {
           if (*it != false) {
@@ -594,8 +627,10 @@ class Compiler {
   const json& root_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;
+  std::map<std::string, int> open_refs_;  // refs being compiled -> written_ when entered
   std::set<std::string> used_;
   int depth_ = 0;
+  int written_ = 0;  // schemas entered on the current path that write a character first
 };
 
 }  // namespace

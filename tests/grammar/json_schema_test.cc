@@ -197,6 +197,65 @@ TEST(JsonSchemaTest, RefsDefsAndRecursion) {
   EXPECT_TRUE(Check(draft7, "[true,false]").sentence);
 }
 
+// A reference cycle with nothing written between its steps would compile to a left-recursive
+// rule (x ::= x ...), which the GBNF parser refuses: the compiler names it instead (found by
+// grammar_fuzz; regression input fuzz/regressions/grammar_fuzz/self-reference-at-the-head).
+TEST(JsonSchemaTest, ReferenceCyclesAtTheHeadAreRefusedByName) {
+  for (const char* text : {
+           R"({"$ref":"#"})",
+           R"({"anyOf":[{"$ref":"#"},{"type":"number"}]})",
+           R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}},
+               "$ref":"#/$defs/a"})",
+           R"({"$defs":{"node":{"type":"object","properties":{"next":{"$ref":"#/$defs/node"}}}},
+               "$ref":"#"})",
+       }) {
+    SCOPED_TRACE(text);
+    EXPECT_NE(ErrorOf(json::parse(text)).find("refers back to itself before any character"),
+              std::string::npos)
+        << ErrorOf(json::parse(text));
+  }
+  // Recursion behind a character compiles: the root as an array item, a property, a branch.
+  for (const char* text : {
+           R"({"type":"array","items":{"$ref":"#"}})",
+           R"({"anyOf":[{"type":"object","properties":{"k":{"$ref":"#"}}},{"type":"integer"}]})",
+           R"({"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},
+               "$ref":"#/$defs/n"})",
+       }) {
+    SCOPED_TRACE(text);
+    EXPECT_TRUE(Compile(json::parse(text)));
+  }
+  auto g =
+      Compile(json::parse(R"({"anyOf":[{"type":"array","items":{"$ref":"#"}},{"type":"null"}]})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "[[null,[]],null]").sentence);
+  EXPECT_FALSE(Check(g, "[1").prefix);
+}
+
+// Shapes inside 'allOf' and pointer indexes beyond size_t are errors, not exceptions (found while
+// reading the compiler for the cycle above: nlohmann threw on the first two, std::stoul on the
+// last, ending the process).
+TEST(JsonSchemaTest, MalformedAllOfPartsAndHugeIndexesAreErrors) {
+  EXPECT_NE(ErrorOf(json::parse(R"({"allOf":[{"properties":5}]})")).find("'properties' must be"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"allOf":[{"properties":[1]}]})")).find("'properties' must be"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"allOf":[{"required":"a"}]})")).find("'required' must be"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"allOf":[{"$ref":1}]})")).find("'$ref' must be a string"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"$defs":{"x":{"$ref":"#/$defs/x"}},
+                                    "allOf":[{"$ref":"#/$defs/x"}]})"))
+                .find("does not end"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"$defs":{"x":[true]},
+                                    "$ref":"#/$defs/x/99999999999999999999999"})"))
+                .find("does not resolve"),
+            std::string::npos);
+  auto g = Compile(json::parse(R"({"$defs":{"x":[{"type":"boolean"}]},"$ref":"#/$defs/x/0"})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, "true").sentence);
+}
+
 TEST(JsonSchemaTest, TypeListsNullableAllOfAndEmptySchemas) {
   auto g = Compile(json::parse(R"({"type":["integer","null"]})"));
   ASSERT_TRUE(g);

@@ -107,6 +107,8 @@ TEST(ApiConstraintTest, BadFormsAreA400NamingTheField) {
       {R"("json_schema":5)", "json_schema", ""},
       {R"("guided_json":"{not json")", "guided_json", ""},
       {R"("guided_json":{"type":"number","multipleOf":2})", "guided_json", "unsupported_parameter"},
+      {R"("guided_json":{"$ref":"#"})", "guided_json", "unsupported_parameter"},
+      {R"("guided_json":{"allOf":[{"properties":5}]})", "guided_json", "unsupported_parameter"},
       {R"("grammar":"")", "grammar", ""},
       {R"("grammar":"root ::= undefined-rule")", "grammar", ""},
       {R"("guided_grammar":"root ::= (")", "guided_grammar", ""},
