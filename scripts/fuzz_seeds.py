@@ -54,6 +54,17 @@ SCHEMAS = [
      "$ref": "#/$defs/node"},
     {"anyOf": [{"type": "string", "minLength": 2, "maxLength": 4}, {"type": "boolean"}]},
     {"type": "object", "additionalProperties": {"type": "integer"}},
+    # Every other supported keyword once, so the fuzzer starts from each branch of the compiler.
+    {"allOf": [{"type": "object", "properties": {"a": {"type": "integer", "minimum": -3,
+                                                        "exclusiveMaximum": 120}},
+                "required": ["a"]},
+               {"$ref": "#/definitions/b"}],
+     "definitions": {"b": {"properties": {"b": {"type": ["boolean", "null"]}}}}},
+    {"oneOf": [{"const": {"k": [1, "x"]}}, {"type": "string", "format": "date-time"},
+               {"type": "string", "format": "uuid", "nullable": True}]},
+    {"type": "array", "prefixItems": [{"type": "number"}, {"$ref": "#"}], "items": False,
+     "maxItems": 2, "title": "t", "description": "d"},
+    {"type": "array", "items": {"$ref": "#"}},
 ]
 
 TOOLS = [{"type": "function", "function": {
