@@ -285,6 +285,10 @@ TEST(CliHabitsTest, InterruptEndsWithTheTextSoFar) {
       EXPECT_GT(j["nfe"].get<int64_t>(), 0);
       EXPECT_LT(j["nfe"].get<int64_t>(), 240);
       EXPECT_LT(j["output_ids"].size(), 240u);  // the committed prefix, not the masked canvas
+      // The rate counts that prefix too, not the positions unmasked past its end.
+      const double counted =
+          j["tokens_per_second"].get<double>() * j["timings"]["generate_ms"].get<double>() / 1000.0;
+      EXPECT_NEAR(counted, static_cast<double>(j["output_ids"].size()), 0.01) << out;
     } else {
       ASSERT_FALSE(out.empty());
       EXPECT_EQ(out.back(), '\n');

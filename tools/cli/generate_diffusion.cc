@@ -4,6 +4,7 @@
 // --gen-length, --temperature, --seed, --top-p, --top-k) unless a block-decoder flag
 // (--block-length, --cache, --commit, ...) selects the block decoder with shifted logits. Which
 // one runs, and every parameter check, is the decoder factory's (decode/decoder_factory.h).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -202,15 +203,15 @@ int RunDiffusionGeneration(const GenerateCommand& cmd, const GenerateRun& run,
   }
   const auto output = built->decoder->generated();
   // A run that ended early (Ctrl-C, a stop string, -n reached in a rounded-up canvas) counts and
-  // returns only what it committed: the rest of the canvas is still masked.
+  // returns only what it committed, the tokens before the first masked position, which is what
+  // was printed: positions unmasked past it are not part of the answer.
   GenerationStats stats = *stats_or;
   const bool ended_early = !built->decoder->Done() || Interrupted() ||
                            (text.complete() && (!cmd.ar.stop.empty() || rounded_up) &&
                             built->decoder->committed().size() < output.size());
   if (ended_early) {
-    int64_t committed = 0;
-    for (int32_t t : output) committed += t != built->decoder->mask_id();
-    stats.generated_tokens = committed;
+    const auto committed = static_cast<int64_t>(built->decoder->committed().size());
+    stats.generated_tokens = rounded_up ? std::min<int64_t>(committed, max_tokens) : committed;
   }
   DiffusionResult result;
   result.suffix = run.suffix_text;
