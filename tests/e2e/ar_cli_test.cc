@@ -178,6 +178,18 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
     EXPECT_TRUE(r.out.empty()) << bad;
     EXPECT_FALSE(r.err.empty()) << bad;
   }
+  // The refusal names the mode as the run got it: from --spec, implied by a file, or none.
+  const std::string heads = MedusaHeadsPathFor(testing::TwinPath("ar"));
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--spec medusa --draft-depth 3", "this run is --spec medusa"},
+           {"--draft-heads " + heads + " --draft-depth 3",
+            "this run is --spec medusa (implied by --draft-heads)"},
+           {"--draft-model " + testing::TwinPath("ar-draft") + " --draft-topk 2",
+            "this run is --spec draft (implied by --draft-model)"},
+           {"--draft-depth 2", "this run has no --spec"}}) {
+    const auto r = RunUnmask(base + flags);
+    EXPECT_NE(r.err.find(says), std::string::npos) << flags << ": " << r.err;
+  }
 }
 
 // --spec medusa finds the heads beside the model (MODEL.medusa.gguf) and gives the plain greedy

@@ -174,9 +174,14 @@ Status ArArgs::CheckModeFlags(const std::string& mode) const {
   for (const Rule& r : rules) {
     if (r.option == nullptr || r.option->count() == 0) continue;
     if (std::find(r.modes.begin(), r.modes.end(), mode) != r.modes.end()) continue;
-    return InvalidArgumentError(
-        std::string(r.flag) + " is for " + r.modes_text + "; this run " +
-        (spec.empty() ? std::string("has no --spec") : "is --spec " + spec));
+    // The mode as the user gave it: named, implied by a draft file, or none.
+    const std::string run =
+        !spec.empty()  ? "is --spec " + spec
+        : mode.empty() ? std::string("has no --spec")
+                       : "is --spec " + mode + " (implied by " +
+                             (draft_heads.empty() ? "--draft-model" : "--draft-heads") + ")";
+    return InvalidArgumentError(std::string(r.flag) + " is for " + r.modes_text + "; this run " +
+                                run);
   }
   return Status::Ok();
 }
