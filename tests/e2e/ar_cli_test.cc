@@ -3,6 +3,7 @@
 // incompatible draft models are one-line errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "e2e/cli_runner.h"
+#include "format/gguf.h"
 #include "model/medusa_heads.h"
 #include "test_util.h"
 
@@ -257,7 +259,23 @@ TEST(ArCliTest, InspectNamesDraftFiles) {
     EXPECT_NE(r.out.find("--spec " + kind + " --draft-heads"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(kind + "."), std::string::npos) << r.out;  // its metadata
     EXPECT_EQ(r.out.find("not runnable"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  loads: "), std::string::npos) << r.out;
   }
+  // A heads file whose metadata promises 2^32 - 1 heads and holds no tensor: inspect says it does
+  // not load (it printed the metadata as if it were fine).
+  gguf::GgufWriter w;
+  w.Set("general.architecture", gguf::Value::String("medusa"));
+  w.Set("medusa.head_count", gguf::Value::U32(0xFFFFFFFFu));
+  w.Set("medusa.layer_count", gguf::Value::U32(1));
+  w.Set("medusa.embedding_length", gguf::Value::U32(64));
+  w.Set("medusa.vocab_size", gguf::Value::U32(512));
+  const std::string bad = testing::TempDir() + "/crafted.medusa.gguf";
+  ASSERT_TRUE(w.WriteFile(bad).ok());
+  const auto r = RunUnmask("inspect " + bad);
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // inspect reports; generate refuses
+  EXPECT_NE(r.out.find("  does not load: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("medusa.head_count"), std::string::npos) << r.out;
+  std::remove(bad.c_str());
 }
 
 TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {

@@ -6,7 +6,9 @@
 #include "common/cli_util.h"
 #include "format/gguf.h"
 #include "model/config.h"
+#include "model/eagle_head.h"
 #include "model/hf_import.h"
+#include "model/medusa_heads.h"
 #include "tokenizer/tokenizer.h"
 
 namespace unmask::tools {
@@ -32,6 +34,34 @@ void PrintToken(const Tokenizer& tok, const char* name, int32_t id) {
   } else {
     std::printf("  %-6s %d '%s'\n", name, id, std::string(tok.TokenText(id)).c_str());
   }
+}
+
+// A Medusa or EAGLE file loaded on its own, as generate would load it for a target model whose
+// hidden size and vocabulary are the ones the file declares: every tensor and shape is checked,
+// only the fit to a real target is left to generate. One line: what loaded, or why not.
+std::string CheckDraftFile(const std::string& path, const gguf::GgufFile& f,
+                           const std::string& arch) {
+  ModelConfig target;
+  target.architecture = "llama";
+  target.attention = AttentionKind::kCausal;
+  const auto hidden = f.GetInt(arch + ".embedding_length");
+  const auto vocab = f.GetInt(arch + ".vocab_size");
+  target.hidden_size = hidden.ok() ? *hidden : 0;
+  target.vocab_size = vocab.ok() ? *vocab : 0;
+  target.context_length = 4096;
+  auto file = gguf::GgufFile::Open(path);
+  if (!file.ok()) return "does not load: " + file.status().message();
+  if (arch == "medusa") {
+    auto heads = MedusaHeads::FromFile(std::move(file).value(), target);
+    if (!heads.ok()) return "does not load: " + heads.status().message();
+    return "loads: " + std::to_string((*heads)->head_count()) + " heads, draft vocabulary " +
+           std::to_string((*heads)->draft_vocab_size()) + ", " +
+           Human(static_cast<double>((*heads)->weight_bytes())) + "B of weights";
+  }
+  auto eagle = EagleHead::FromFile(std::move(file).value(), target);
+  if (!eagle.ok()) return "does not load: " + eagle.status().message();
+  return "loads: draft vocabulary " + std::to_string((*eagle)->draft_vocab_size()) + ", " +
+         Human(static_cast<double>((*eagle)->weight_bytes())) + "B of weights";
 }
 
 }  // namespace
@@ -67,6 +97,8 @@ int InspectCommand::Run() const {
         std::printf("  %s = %s\n", e.key.c_str(), e.value.ToString().c_str());
       }
     }
+    std::printf("  %s (whether it fits a target model is checked when generate loads it)\n",
+                CheckDraftFile(path, f, *arch).c_str());
   } else if (config_or.ok()) {
     ModelConfig c = *config_or;
     if (const auto* e = f.FindTensor("token_embd.weight"); e && e->dims.size() == 2) {
