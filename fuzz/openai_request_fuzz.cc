@@ -3,7 +3,10 @@
 // output (schemas and grammars compiled), tools (their grammar built and compiled), the messages
 // rendered with a real chat template of each tool-call format and tokenized, and a reply parsed
 // for tool calls as a model's output would be.
-// Input: one byte (bit 0: /v1/chat/completions, else /v1/completions), then the body.
+// Ollama's /api/generate and /api/chat go the same way after their translation to an OpenAI body
+// (the handler's depth check, parse, TranslateOllamaRequest, the load-request check).
+// Input: one byte (bit 0: chat, else completions; bit 1: the Ollama route, /api/chat or
+// /api/generate; bit 2: the model has a chat template), then the body.
 // Seeds: the request bodies of the server tests (scripts/fuzz.sh extracts them).
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include "fuzz_util.h"
 #include "grammar/gbnf_parser.h"
 #include "server/api_request.h"
+#include "server/ollama_api.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_hf.h"
 
@@ -51,8 +55,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace unmask;
   static const Templates templates;
   if (size < 1) return 0;
-  const bool chat = (data[0] & 1) != 0;
-  const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  bool chat = (data[0] & 1) != 0;
+  std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  if ((data[0] & 2) != 0) {
+    // As Server::HandleOllamaGeneration: depth, JSON, translation; a load request is answered
+    // from the translated model name.
+    if (server::JsonNestingDepth(body) > server::kMaxJsonDepth) return 0;
+    const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(body, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) return 0;
+    server::OllamaRequest o;
+    if (auto e = server::TranslateOllamaRequest(parsed, chat, (data[0] & 4) != 0, &o)) {
+      if (e->status < 400 || e->status > 599 || e->message.empty()) {
+        fuzz::Fail("an Ollama error without a 4xx/5xx status or a message");
+      }
+      return 0;
+    }
+    if (!o.openai.contains("model") || !o.openai["model"].is_string()) {
+      fuzz::Fail("a translated Ollama request without a model name");
+    }
+    if (server::IsOllamaLoadRequest(parsed, chat)) return 0;
+    body = o.openai.dump();
+    chat = o.openai_chat;
+  }
   server::ApiRequest r;
   if (auto e = server::ParseApiRequest(body, chat, &r)) {
     if (e->status < 400 || e->status > 599 || e->message.empty()) {

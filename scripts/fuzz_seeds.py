@@ -109,6 +109,31 @@ REQUESTS_COMPLETIONS = [
      "alg_temp": 0.1, "speculative": "lookup", "x_canvas": True},
 ]
 
+# Ollama bodies (/api/generate, /api/chat), as tests/server/ollama_api_test.cc sends them.
+OLLAMA_GENERATE = [
+    {"model": "m:latest", "prompt": "hi", "system": "be brief"},
+    {"model": "m", "prompt": "hi", "raw": True, "stream": False},
+    {"model": "m", "prompt": "a", "suffix": "b", "keep_alive": "5m"},
+    {"model": "m", "prompt": "x", "options": {"num_predict": 12, "temperature": 0.5, "top_k": 20,
+                                              "top_p": 0.9, "min_p": 0.05, "seed": 3,
+                                              "stop": ["\n"], "repeat_penalty": 1.1,
+                                              "num_ctx": 512}},
+    {"model": "m", "prompt": "x", "format": "json"},
+    {"model": "m", "prompt": "x", "format": SCHEMAS[0]},
+    {"model": "m"},
+]
+OLLAMA_CHAT = [
+    {"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "Hi"}], "stream": False},
+    {"model": "m", "messages": [{"role": "user", "content": "Weather?"},
+                                {"role": "assistant", "content": "", "tool_calls": [
+                                    {"function": {"name": "get_weather",
+                                                  "arguments": {"city": "Bern"}}}]},
+                                {"role": "tool", "content": "{\"t\": 3}"}],
+     "tools": TOOLS, "options": {"temperature": 0}},
+    {"model": "m", "messages": []},
+]
+
 
 def chat_template_seeds():
     goldens = json.loads((ROOT / "tests/data/chat_templates/goldens.json").read_text())
@@ -265,6 +290,11 @@ def seeds(target):
             yield b"\1" + json.dumps(body).encode()
         for body in REQUESTS_COMPLETIONS:
             yield b"\0" + json.dumps(body).encode()
+        for body in OLLAMA_GENERATE:  # bit 1: the Ollama route; bit 2: a chat template
+            yield b"\6" + json.dumps(body).encode()
+            yield b"\2" + json.dumps(body).encode()
+        for body in OLLAMA_CHAT:
+            yield b"\7" + json.dumps(body).encode()
     elif target == "hub_fuzz":
         yield b"\1" + (ROOT / "data/catalog.json").read_bytes()
         model = ROOT / "models/unmask-tinystories-block-hf"
