@@ -1,5 +1,7 @@
 #include "model/sampling_defaults.h"
 
+#include <cfloat>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -73,8 +75,11 @@ Status AppendGenerationConfigSampling(const std::string& dir,
   };
   auto number = [&](const char* key, const char* gguf_key) -> Status {
     if (!j.contains(key) || j[key].is_null()) return Status::Ok();
-    if (!j[key].is_number()) return bad(key, "a number");
-    md->push_back({gguf_key, gguf::Value::F32(j[key].get<float>())});
+    // A float32 in GGUF: a value beyond its range (1e300) would not convert (undefined).
+    if (!j[key].is_number() || !(std::fabs(j[key].get<double>()) <= FLT_MAX)) {
+      return bad(key, "a number within float32's range");
+    }
+    md->push_back({gguf_key, gguf::Value::F32(static_cast<float>(j[key].get<double>()))});
     return Status::Ok();
   };
   const bool greedy =

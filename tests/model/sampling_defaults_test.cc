@@ -90,6 +90,12 @@ TEST(SamplingDefaultsTest, GenerationConfigBecomesTheKeys) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("generation_config.json: top_k"), std::string::npos)
       << bad.message();
+  // A number beyond float32 (the GGUF key's type) is refused, not converted.
+  const Status huge = AppendGenerationConfigSampling(WriteConfig(R"({"temperature": 1e300})"), &md);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.message().find("temperature must be a number within float32's range"),
+            std::string::npos)
+      << huge.message();
   std::filesystem::remove_all(dir);
 }
 
