@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace unmask::grammar {
 namespace {
@@ -15,6 +17,11 @@ using json = nlohmann::ordered_json;
 // Integers generated for a schema have at most this many digits.
 constexpr int64_t kMaxInt = 9999999999999999;  // 16 nines
 constexpr int64_t kMaxItems = 4096;
+// Deepest nesting of a schema, values of const and enum included (a request body has at most 64).
+constexpr int kMaxSchemaDepth = 128;
+// Sub-schemas compiled: allOf merges copy what they refer to, so a 2 KB schema can double the
+// work per level; this bounds the compile time (well under a second) of any schema.
+constexpr int kMaxVisits = 10000;
 
 const std::set<std::string>& Annotations() {
   static const std::set<std::string> k = {
@@ -97,6 +104,52 @@ std::string NonNegative(int64_t lo, int64_t hi) {
   return out + " )";
 }
 
+// Deepest nesting of arrays and objects in v (1 for a scalar), without recursion: nlohmann's
+// dump() and copies recurse per level, so a schema must be checked before they run.
+int NestingDepth(const json& v) {
+  int deepest = 0;
+  std::vector<std::pair<const json*, int>> stack = {{&v, 1}};
+  while (!stack.empty()) {
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, depth);
+    if (node->is_structured()) {
+      for (const json& child : *node) stack.emplace_back(&child, depth + 1);
+    }
+  }
+  return deepest;
+}
+
+// An integer-valued number (5 and 5.0 alike, JSON Schema counts both) as int64, saturated at the
+// int64 range; nullopt for anything else.
+std::optional<int64_t> AsInteger(const json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return static_cast<int64_t>(std::min<uint64_t>(u, uint64_t{INT64_MAX}));
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (x != std::floor(x)) return std::nullopt;
+    if (x >= 9.2e18) return INT64_MAX;
+    if (x <= -9.2e18) return INT64_MIN;
+    return static_cast<int64_t>(x);
+  }
+  return std::nullopt;
+}
+
+// Whether a value has JSON Schema type t.
+bool HasType(const json& v, const std::string& t) {
+  if (t == "string") return v.is_string();
+  if (t == "number") return v.is_number();
+  if (t == "integer") return AsInteger(v).has_value();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  return false;
+}
+
 // A JSON pointer's array index: decimal digits only, no sign; false when it does not fit.
 bool ArrayIndex(const std::string& key, size_t* index) {
   if (key.empty() ||
@@ -146,6 +199,11 @@ class Compiler {
   }
 
   StatusOr<std::string> Run() {
+    if (NestingDepth(root_) > kMaxSchemaDepth) {
+      return Error("the schema nests deeper than " + std::to_string(kMaxSchemaDepth) +
+                       " levels (values of const and enum included)",
+                   "");
+    }
     UNMASK_ASSIGN_OR_RETURN(const std::string expr, Visit(root_, "root", ""));
     // An optional leading space: SentencePiece vocabularies write one before the first word.
     std::string out = "root ::= \" \"? " + expr + "\n";
@@ -220,6 +278,56 @@ class Compiler {
 
   StatusOr<std::string> Literal(const json& v) { return GbnfLiteral(v.dump()); }
 
+  // const / enum: the listed values, those of the schema's `type` when it has one (a value of
+  // another type cannot validate). Other keywords beside them are refused by name: a value is
+  // written as listed, so nothing else (pattern, minLength, anyOf...) would be enforced.
+  StatusOr<std::string> Choices(const json& s, const std::string& ptr) {
+    UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"const", "enum", "type", "nullable"}, ptr));
+    const char* key = s.contains("const") ? "const" : "enum";
+    std::vector<const json*> values;
+    if (s.contains("const")) {
+      values.push_back(&s.at("const"));
+      if (s.contains("enum")) {
+        if (!s.at("enum").is_array()) return Error("'enum' must be a non-empty array", ptr);
+        bool listed = false;
+        for (const json& e : s.at("enum")) listed |= e == s.at("const");
+        if (!listed) return Error("the 'const' value is not in 'enum': no value is valid", ptr);
+      }
+    } else {
+      if (!s.at("enum").is_array() || s.at("enum").empty()) {
+        return Error("'enum' must be a non-empty array", ptr);
+      }
+      for (const json& e : s.at("enum")) values.push_back(&e);
+    }
+    if (s.contains("type")) {
+      std::vector<std::string> types;
+      const json& t = s.at("type");
+      if (t.is_string()) {
+        types.push_back(t);
+      } else if (t.is_array() && !t.empty() &&
+                 std::all_of(t.begin(), t.end(), [](const json& x) { return x.is_string(); })) {
+        for (const json& x : t) types.push_back(x);
+      } else {
+        return Error("'type' must be a name or a list of names", ptr);
+      }
+      const bool nullable = s.contains("nullable") && s.at("nullable") == true;
+      std::erase_if(values, [&](const json* v) {
+        if (nullable && v->is_null()) return false;
+        return std::none_of(types.begin(), types.end(),
+                            [&](const std::string& name) { return HasType(*v, name); });
+      });
+      if (values.empty()) {
+        return Error(std::string("no value of '") + key + "' has the schema's 'type'", ptr);
+      }
+    }
+    std::string out = "( ";
+    for (size_t i = 0; i < values.size(); ++i) {
+      UNMASK_ASSIGN_OR_RETURN(std::string lit, Literal(*values[i]));
+      out += (i ? " | " : "") + lit;
+    }
+    return out + " )";
+  }
+
   StatusOr<std::optional<int64_t>> Bound(const json& s, const char* key, bool lower, bool exclusive,
                                          const std::string& ptr) {
     if (!s.contains(key)) return std::optional<int64_t>();
@@ -229,10 +337,18 @@ class Compiler {
     }
     if (!v.is_number()) return Error(std::string("'") + key + "' must be a number", ptr);
     const double x = v.get<double>();
+    // Generated integers have at most 16 digits: a lower bound above that range (or an upper
+    // one below it) leaves nothing to generate; one beyond it on the other side bounds nothing.
+    constexpr double kLimit = 1e16;  // kMaxInt + 1, exact in double
+    if ((lower && x >= kLimit) || (!lower && x <= -kLimit)) {
+      return Error(std::string("'") + key + "' beyond 16 digits is not supported (integers are " +
+                       "generated with at most 16 digits)",
+                   ptr);
+    }
     double b = lower ? (exclusive ? std::floor(x) + 1 : std::ceil(x))
                      : (exclusive ? std::ceil(x) - 1 : std::floor(x));
-    b = std::clamp(b, -static_cast<double>(kMaxInt), static_cast<double>(kMaxInt));
-    return std::optional<int64_t>(static_cast<int64_t>(b));
+    b = std::clamp(b, -kLimit, kLimit);
+    return std::optional<int64_t>(std::clamp(static_cast<int64_t>(b), -kMaxInt, kMaxInt));
   }
 
   StatusOr<std::string> Integer(const json& s, const std::string& ptr) {
@@ -267,10 +383,11 @@ class Compiler {
                 const std::string& ptr, int64_t* min, int64_t* max) const {
     for (const char* key : {min_key, max_key}) {
       if (!s.contains(key)) continue;
-      if (!s.at(key).is_number_integer() || s.at(key).get<int64_t>() < 0) {
+      const std::optional<int64_t> v = AsInteger(s.at(key));
+      if (!v || *v < 0) {
         return Error(std::string("'") + key + "' must be a non-negative integer", ptr);
       }
-      (key == min_key ? *min : *max) = s.at(key).get<int64_t>();
+      (key == min_key ? *min : *max) = *v;
     }
     if (*min > kMaxItems || *max > kMaxItems) {
       return Error(std::string(what) + " over " + std::to_string(kMaxItems) + " are not supported",
@@ -427,6 +544,11 @@ class Compiler {
 
   StatusOr<std::string> Visit(const json& s, const std::string& hint, const std::string& ptr) {
     if (++depth_ > 64) return Error("schema nested deeper than 64 levels", ptr);
+    if (++visits_ > kMaxVisits) {
+      return Error("the schema expands to more than " + std::to_string(kMaxVisits) +
+                       " sub-schemas (each allOf copies what it refers to)",
+                   ptr);
+    }
     // Every schema but a reference or a choice writes a character ('{', '[', '"', a digit...)
     // before any of its sub-schemas, so a reference inside it is not at the head of the value.
     const bool at_head =
@@ -478,18 +600,8 @@ class Compiler {
       return name;
     }
     std::string out;
-    if (s.contains("const")) {
-      UNMASK_ASSIGN_OR_RETURN(out, Literal(s.at("const")));
-    } else if (s.contains("enum")) {
-      if (!s.at("enum").is_array() || s.at("enum").empty()) {
-        return Error("'enum' must be a non-empty array", ptr);
-      }
-      out = "( ";
-      for (size_t i = 0; i < s.at("enum").size(); ++i) {
-        UNMASK_ASSIGN_OR_RETURN(std::string lit, Literal(s.at("enum").at(i)));
-        out += (i ? " | " : "") + lit;
-      }
-      out += " )";
+    if (s.contains("const") || s.contains("enum")) {
+      UNMASK_ASSIGN_OR_RETURN(out, Choices(s, ptr));
     } else if (s.contains("anyOf") || s.contains("oneOf")) {
       const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
       for (auto it = s.begin(); it != s.end(); ++it) {
@@ -603,7 +715,10 @@ class Compiler {
                                !p->contains("oneOf") && !p->contains("allOf") &&
                                !p->contains("enum") && !p->contains("const");
       if (!object_like) {
-        return Error("'allOf' is supported only over object schemas (merged into one)", ptr);
+        return Error(p->is_object() && p->contains("allOf")
+                         ? "'allOf' inside 'allOf' (or a cycle through one) is not supported"
+                         : "'allOf' is supported only over object schemas (merged into one)",
+                     ptr);
       }
       for (auto it = p->begin(); it != p->end(); ++it) {
         if (it.key() == "properties") {
@@ -630,6 +745,7 @@ class Compiler {
   std::map<std::string, int> open_refs_;  // refs being compiled -> written_ when entered
   std::set<std::string> used_;
   int depth_ = 0;
+  int visits_ = 0;   // sub-schemas compiled so far (kMaxVisits)
   int written_ = 0;  // schemas entered on the current path that write a character first
 };
 

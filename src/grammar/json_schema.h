@@ -10,7 +10,7 @@
 //
 // Supported (draft 2020-12 names; draft-07 `definitions` too):
 //   type (a name or a list of names: object, array, string, number, integer, boolean, null),
-//   enum, const, anyOf, oneOf (generated as anyOf: a value matching several branches is not
+//   enum, const (beside `type`, which keeps the values of that type, and `nullable` only), anyOf, oneOf (generated as anyOf: a value matching several branches is not
 //   excluded), allOf (object schemas only, merged), $ref ("#", "#/$defs/...", "#/definitions/...",
 //   recursion included), nullable (OpenAPI);
 //   object: properties, required, additionalProperties (false when absent, as OpenAI's strict
@@ -24,7 +24,10 @@
 //   annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
 //   readOnly, writeOnly) are ignored.
 // Anything else (pattern, multipleOf, bounds on `number`, uniqueItems true, not, if/then/else,
-// patternProperties, min/maxProperties, remote $ref, ...) is refused by name.
+// patternProperties, min/maxProperties, remote $ref, ...) is refused by name. So are a reference
+// that reaches itself before any character of the value (`{"$ref": "#"}`: no grammar runs it),
+// a schema nested deeper than 128 levels (values of const and enum included) and one that
+// expands to more than 10,000 sub-schemas (allOf copies what it refers to): InvalidArgument.
 #ifndef UNMASK_GRAMMAR_JSON_SCHEMA_H_
 #define UNMASK_GRAMMAR_JSON_SCHEMA_H_
 

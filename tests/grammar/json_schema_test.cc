@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "grammar_test_util.h"
@@ -254,6 +255,81 @@ TEST(JsonSchemaTest, MalformedAllOfPartsAndHugeIndexesAreErrors) {
   auto g = Compile(json::parse(R"({"$defs":{"x":[{"type":"boolean"}]},"$ref":"#/$defs/x/0"})"));
   ASSERT_TRUE(g);
   EXPECT_TRUE(Check(g, "true").sentence);
+}
+
+// Found by a helper's attack (2026-12-07): a const 100,000 arrays deep overflowed the stack in
+// nlohmann's dump(); an allOf chain of 18 levels doubling per level took 10 s and 1.6 GB.
+TEST(JsonSchemaTest, DeepValuesAndExpandingSchemasAreRefusedQuickly) {
+  std::string deep = "{\"const\":";
+  for (int i = 0; i < 100000; ++i) deep += '[';
+  for (int i = 0; i < 100000; ++i) deep += ']';
+  deep += "}";
+  auto text = JsonSchemaTextToGbnf(deep);
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("nests deeper than 128"), std::string::npos)
+      << text.status().message();
+  // Each level's two properties are both an allOf over the level below.
+  json defs = {{"a0", {{"properties", {{"leaf", {{"type", "integer"}}}}}}}};
+  for (int k = 1; k <= 24; ++k) {
+    const json r = {{"allOf", json::array({{{"$ref", "#/$defs/a" + std::to_string(k - 1)}}})}};
+    defs["a" + std::to_string(k)] = {{"properties", {{"x", r}, {"y", r}}}};
+  }
+  const json blow = {{"allOf", json::array({{{"$ref", "#/$defs/a24"}}})}, {"$defs", defs}};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(ErrorOf(blow).find("more than 10000 sub-schemas"), std::string::npos) << ErrorOf(blow);
+  // Not a timing test: a bound far above the ~0.1 s it takes, to catch the exponential blow-up.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+// const and enum beside other keywords (they were ignored: {"const":"a","pattern":"^b$"} gave "a").
+TEST(JsonSchemaTest, ConstAndEnumHonourTheirTypeAndRefuseOtherKeywords) {
+  auto g = Compile(json::parse(R"({"type":"string","enum":["a",1,"b",null]})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"("a")").sentence);
+  EXPECT_FALSE(Check(g, "1").prefix);
+  EXPECT_FALSE(Check(g, "n").prefix);
+  auto n = Compile(json::parse(R"({"type":"string","enum":["a",null],"nullable":true})"));
+  ASSERT_TRUE(n);
+  EXPECT_TRUE(Check(n, "null").sentence);
+  auto i = Compile(json::parse(R"({"type":"integer","enum":[1,2.0,2.5]})"));
+  ASSERT_TRUE(i);
+  EXPECT_TRUE(Check(i, "2.0").sentence);
+  EXPECT_FALSE(Check(i, "2.5").sentence);
+  EXPECT_NE(ErrorOf(json::parse(R"({"enum":[1,2],"type":"string"})")).find("no value of 'enum'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"const":"a","pattern":"^b$"})")).find("'pattern'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"const":1,"anyOf":[{"type":"string"}]})")).find("'anyOf'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"enum":["x"],"minLength":5})")).find("'minLength'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"const":3,"enum":[1,2]})")).find("not in 'enum'"),
+            std::string::npos);
+  auto both = Compile(json::parse(R"({"const":2,"enum":[1,2]})"));
+  ASSERT_TRUE(both);
+  EXPECT_TRUE(Check(both, "2").sentence);
+}
+
+// Bounds past what is generated say so (they said "no integer satisfies the bounds", or called
+// 2^63 negative); an integer-valued float is an integer, as JSON Schema counts it.
+TEST(JsonSchemaTest, BoundsBeyondTheGeneratedRangeAreNamed) {
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"integer","minimum":1e16})")).find("beyond 16 digits"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"integer","maximum":-99999999999999999999})"))
+                .find("beyond 16 digits"),
+            std::string::npos);
+  auto wide = Compile(json::parse(R"({"type":"integer","minimum":-1e300,"maximum":5})"));
+  ASSERT_TRUE(wide);
+  EXPECT_TRUE(Check(wide, "-12").sentence);
+  EXPECT_FALSE(Check(wide, "6").sentence);
+  EXPECT_NE(
+      ErrorOf(json::parse(R"({"type":"array","maxItems":18446744073709551615})")).find("over 4096"),
+      std::string::npos);
+  auto items = Compile(json::parse(R"({"type":"array","items":{"type":"null"},"maxItems":2.0})"));
+  ASSERT_TRUE(items);
+  EXPECT_FALSE(Check(items, "[null,null,").prefix);
+  EXPECT_NE(ErrorOf(json::parse(R"({"type":"array","maxItems":2.5})")).find("non-negative"),
+            std::string::npos);
 }
 
 TEST(JsonSchemaTest, TypeListsNullableAllOfAndEmptySchemas) {
