@@ -1,9 +1,62 @@
 #include "grammar/grammar.h"
 
 #include <algorithm>
-#include <functional>
+#include <cstdint>
+#include <utility>
 
 namespace unmask::grammar {
+namespace {
+
+using Alternatives = std::vector<std::vector<std::vector<Elem>>>;  // rule -> alternative -> seq
+
+// The rules that derive some string of the kind asked for: the empty string (chars_ok false: an
+// alternative with a character never counts) or any finite string (chars_ok true). Worklist
+// algorithm, linear in the grammar's size: an alternative counts once every rule in it does
+// (a fixpoint of passes over all rules is quadratic on a chain of rules).
+std::vector<bool> Derivable(const Alternatives& alts, bool chars_ok) {
+  const size_t n = alts.size();
+  std::vector<bool> derivable(n, false);
+  std::vector<std::vector<size_t>> missing(n);  // per rule, alternative: rules not yet derivable
+  std::vector<std::vector<std::pair<size_t, size_t>>> users(n);  // rule -> (rule, alt) using it
+  std::vector<size_t> queue;
+  auto mark = [&](size_t r) {
+    if (!derivable[r]) {
+      derivable[r] = true;
+      queue.push_back(r);
+    }
+  };
+  for (size_t r = 0; r < n; ++r) {
+    missing[r].assign(alts[r].size(), 0);
+    for (size_t a = 0; a < alts[r].size(); ++a) {
+      bool possible = true;
+      for (const Elem& e : alts[r][a]) {
+        if (e.type == ElemType::kChar) {
+          possible = possible && chars_ok;
+        } else if (e.type == ElemType::kRule) {
+          ++missing[r][a];
+        }
+      }
+      if (!possible) {
+        missing[r][a] = SIZE_MAX;  // never counts
+        continue;
+      }
+      for (const Elem& e : alts[r][a]) {
+        if (e.type == ElemType::kRule) users[static_cast<size_t>(e.value)].emplace_back(r, a);
+      }
+      if (missing[r][a] == 0) mark(r);
+    }
+  }
+  while (!queue.empty()) {
+    const size_t s = queue.back();
+    queue.pop_back();
+    for (const auto& [r, a] : users[s]) {
+      if (--missing[r][a] == 0) mark(r);
+    }
+  }
+  return derivable;
+}
+
+}  // namespace
 
 bool CharClass::Matches(uint32_t cp) const {
   if (cp < 128) return ((ascii[cp >> 6] >> (cp & 63)) & 1) != 0;
@@ -102,24 +155,31 @@ StatusOr<Grammar> GrammarBuilder::Build(const std::string& root) {
     if (names_[r] == root) g.root = static_cast<int32_t>(r);
   }
   if (g.root < 0) return InvalidArgumentError("grammar: no rule '" + root + "' (the root)");
-  // Nullable rules (derive the empty string), by fixpoint.
-  std::vector<bool> nullable(n, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
+  // Nullable rules (derive the empty string).
+  const std::vector<bool> nullable = Derivable(alts_, /*chars_ok=*/false);
+  // Every rule the root reaches must be able to end: one that cannot (each alternative needs it
+  // again, as `x ::= "[" x "]"`) would let the matcher accept text that never completes, so a
+  // constrained generation would run to its token limit (a JSON schema with a required
+  // property that refers to the schema itself compiles to such a rule).
+  const std::vector<bool> productive = Derivable(alts_, /*chars_ok=*/true);
+  {
+    std::vector<bool> reached(n, false);
+    std::vector<size_t> todo = {static_cast<size_t>(g.root)};
+    reached[static_cast<size_t>(g.root)] = true;
+    while (!todo.empty()) {
+      const size_t r = todo.back();
+      todo.pop_back();
+      if (!productive[r]) {
+        return InvalidArgumentError("grammar: rule '" + names_[r] +
+                                    "' can never end (every alternative needs it again, so no "
+                                    "finite text matches it)");
+      }
       for (const auto& alt : alts_[r]) {
-        bool all = true;
         for (const Elem& e : alt) {
-          if (e.type == ElemType::kChar ||
-              (e.type == ElemType::kRule && !nullable[static_cast<size_t>(e.value)])) {
-            all = false;
-            break;
+          if (e.type == ElemType::kRule && !reached[static_cast<size_t>(e.value)]) {
+            reached[static_cast<size_t>(e.value)] = true;
+            todo.push_back(static_cast<size_t>(e.value));
           }
-        }
-        if (all) {
-          nullable[r] = changed = true;
-          break;
         }
       }
     }
@@ -136,27 +196,32 @@ StatusOr<Grammar> GrammarBuilder::Build(const std::string& root) {
       }
     }
   }
-  std::vector<int> color(n, 0);  // 0 new, 1 on the path, 2 done
-  std::string cycle;
-  std::function<bool(size_t)> dfs = [&](size_t r) {
-    color[r] = 1;
-    for (int32_t s : left[r]) {
-      const size_t u = static_cast<size_t>(s);
-      if (color[u] == 1) {
-        cycle = names_[u];
-        return true;
+  // Depth-first search for a cycle, with an explicit stack: a chain of 100,000 rules (a few MB of
+  // grammar text in a request) overflowed the thread's stack when this recursed per rule.
+  std::vector<int> color(n, 0);                 // 0 new, 1 on the path, 2 done
+  std::vector<std::pair<size_t, size_t>> path;  // (rule, next left corner to visit)
+  for (size_t start = 0; start < n; ++start) {
+    if (color[start] != 0) continue;
+    color[start] = 1;
+    path.emplace_back(start, 0);
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == left[r].size()) {
+        color[r] = 2;
+        path.pop_back();
+        continue;
       }
-      if (color[u] == 0 && dfs(u)) return true;
-    }
-    color[r] = 2;
-    return false;
-  };
-  for (size_t r = 0; r < n; ++r) {
-    if (color[r] == 0 && dfs(r)) {
-      return InvalidArgumentError(
-          "grammar: rule '" + cycle +
-          "' is left-recursive (it can reach itself before any "
-          "character; rewrite it with repetition, e.g. x ::= y (\",\" y)*)");
+      const auto u = static_cast<size_t>(left[r][next++]);
+      if (color[u] == 1) {
+        return InvalidArgumentError(
+            "grammar: rule '" + names_[u] +
+            "' is left-recursive (it can reach itself before any "
+            "character; rewrite it with repetition, e.g. x ::= y (\",\" y)*)");
+      }
+      if (color[u] == 0) {
+        color[u] = 1;
+        path.emplace_back(u, 0);
+      }
     }
   }
   g.rule_names = names_;

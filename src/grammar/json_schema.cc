@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/gbnf_parser.h"
+
 namespace unmask::grammar {
 namespace {
 
@@ -776,14 +778,38 @@ std::string GbnfLiteral(const std::string& text) {
   return out + "\"";
 }
 
+namespace {
+
+// The compiled text, checked as the GBNF parser will check it: a schema that no finite value
+// satisfies (a required property or every item referring back to the schema) compiles to a rule
+// that can never end, which is refused here in the schema's terms.
+StatusOr<std::string> CompileChecked(const json& schema) {
+  UNMASK_ASSIGN_OR_RETURN(std::string gbnf, Compiler(schema).Run());
+  auto parsed = ParseGbnf(gbnf);
+  if (!parsed.ok()) {
+    const std::string m = parsed.status().message();
+    if (m.find("can never end") != std::string::npos) {
+      return InvalidArgumentError(
+          "JSON schema: no finite value satisfies it (a required property or every item refers "
+          "back to a schema that contains it, with no way to stop; " +
+          m + ")");
+    }
+    return InvalidArgumentError("JSON schema: compiled to a grammar that does not parse (a bug): " +
+                                m);
+  }
+  return gbnf;
+}
+
+}  // namespace
+
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
-  return Compiler(schema).Run();
+  return CompileChecked(schema);
 }
 
 StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view text) {
   const json schema = json::parse(text, nullptr, false);
   if (schema.is_discarded()) return InvalidArgumentError("JSON schema: the text is not valid JSON");
-  return Compiler(schema).Run();
+  return CompileChecked(schema);
 }
 
 std::string JsonObjectGbnf() { return std::string("root ::= \" \"? json-object\n") + kPrimitives; }

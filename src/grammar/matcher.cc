@@ -1,6 +1,7 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace unmask::grammar {
 
@@ -74,30 +75,41 @@ int32_t Matcher::Intern(int32_t pos, int32_t parent) {
 }
 
 void Matcher::Expand(int32_t pos, int32_t parent, std::vector<int32_t>* out, bool* can_end) {
-  const Elem& e = grammar_->elems[static_cast<size_t>(pos)];
-  switch (e.type) {
-    case ElemType::kChar:
-      out->push_back(Intern(pos, parent));
-      return;
-    case ElemType::kEnd:
-      if (parent < 0) {
-        *can_end = true;
-      } else {
-        const Node p = nodes_[static_cast<size_t>(parent)];
-        Expand(p.pos, p.parent, out, can_end);
+  // An explicit work list, not recursion: a grammar's chain of rules (each the first element of
+  // the one before) is as deep as the grammar is long, and 300,000 of them (a 5.8 MB request)
+  // overflowed the stack (found 2026-12-07). The order of the results does not matter: the
+  // stacks are sorted into a state.
+  thread_local std::vector<std::pair<int32_t, int32_t>> work;
+  const size_t base = work.size();  // (not reentrant, but keep whatever a caller left)
+  work.emplace_back(pos, parent);
+  while (work.size() > base) {
+    const auto [p, up] = work.back();
+    work.pop_back();
+    const Elem& e = grammar_->elems[static_cast<size_t>(p)];
+    switch (e.type) {
+      case ElemType::kChar:
+        out->push_back(Intern(p, up));
+        break;
+      case ElemType::kEnd:
+        if (up < 0) {
+          *can_end = true;
+        } else {
+          const Node n = nodes_[static_cast<size_t>(up)];
+          work.emplace_back(n.pos, n.parent);
+        }
+        break;
+      case ElemType::kRule: {
+        // A reference in tail position returns straight to `up` (the frame at p + 1 would only
+        // end the alternative): right-recursive repetitions (`x-rep ::= x x-rep | `) then keep a
+        // constant stack depth, so the states inside a long string or list repeat and their
+        // transitions and token masks are computed once.
+        const bool tail = grammar_->elems[static_cast<size_t>(p) + 1].type == ElemType::kEnd;
+        const int32_t cont = tail ? up : Intern(p + 1, up);
+        const auto& alts = grammar_->rule_alts[static_cast<size_t>(e.value)];
+        // Reversed, so alternatives are expanded in their order (as the recursion did).
+        for (auto it = alts.rbegin(); it != alts.rend(); ++it) work.emplace_back(*it, cont);
+        break;
       }
-      return;
-    case ElemType::kRule: {
-      // A reference in tail position returns straight to `parent` (the frame at pos + 1 would only
-      // end the alternative): right-recursive repetitions (`x-rep ::= x x-rep | `) then keep a
-      // constant stack depth, so the states inside a long string or list repeat and their
-      // transitions and token masks are computed once.
-      const bool tail = grammar_->elems[static_cast<size_t>(pos) + 1].type == ElemType::kEnd;
-      const int32_t cont = tail ? parent : Intern(pos + 1, parent);
-      for (int32_t alt : grammar_->rule_alts[static_cast<size_t>(e.value)]) {
-        Expand(alt, cont, out, can_end);
-      }
-      return;
     }
   }
 }

@@ -143,6 +143,37 @@ TEST(GbnfParserTest, UndefinedAndLeftRecursiveRulesAreRefused) {
   EXPECT_TRUE(Check(g, "aaab").sentence);
 }
 
+// A rule the root reaches that no finite text completes would let a constrained generation run
+// to its token limit; an unreachable one is harmless.
+TEST(GbnfParserTest, RulesThatCanNeverEndAreRefused) {
+  EXPECT_NE(ErrorOf("root ::= \"[\" root \"]\"\n").find("rule 'root' can never end"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"a\" | x\nx ::= \"(\" x y\ny ::= \")\"\n").find("'x' can never end"),
+            std::string::npos);
+  EXPECT_TRUE(MustParse("root ::= \"a\"\nx ::= \"(\" x \")\"\n"));
+  EXPECT_TRUE(MustParse("root ::= \"[\" root \"]\" | \"0\"\n"));
+}
+
+// A chain of 300,000 rules (5.8 MB of text) overflowed the stack in the left-recursion search
+// (found 2026-12-07), and a fixpoint over passes would be quadratic on it.
+TEST(GbnfParserTest, LongRuleChainsParseWithoutRecursion) {
+  for (const char* last : {"\"x\"", "\"x\"?"}) {
+    std::string text = "root ::= a0\n";
+    constexpr int kRules = 300000;
+    for (int i = 0; i < kRules; ++i) {
+      text += "a" + std::to_string(i) + " ::= a" + std::to_string(i + 1) + "\n";
+    }
+    text += "a" + std::to_string(kRules) + " ::= " + last + "\n";
+    auto g = ParseGbnf(text);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_GE(g->num_rules(), kRules);
+    // The matcher expands the chain at its first character (it recursed per rule, too).
+    auto shared = std::make_shared<const Grammar>(*std::move(g));
+    EXPECT_TRUE(Check(shared, "x").sentence);
+    EXPECT_FALSE(Check(shared, "y").prefix);
+  }
+}
+
 TEST(MatcherTest, AmbiguousAlternativesKeepEveryStack) {
   auto g = MustParse("root ::= \"ab\" \"c\" | \"a\" \"bd\" | [a-z]+\n");
   ASSERT_TRUE(g);

@@ -332,6 +332,22 @@ TEST(JsonSchemaTest, BoundsBeyondTheGeneratedRangeAreNamed) {
             std::string::npos);
 }
 
+// Schemas no finite value satisfies were accepted and generated to the token limit.
+TEST(JsonSchemaTest, SchemasWithoutAFiniteValueAreRefused) {
+  for (const char* text : {
+           R"({"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]})",
+           R"({"type":"array","items":{"$ref":"#"},"minItems":1})",
+       }) {
+    SCOPED_TRACE(text);
+    EXPECT_NE(ErrorOf(json::parse(text)).find("no finite value satisfies it"), std::string::npos)
+        << ErrorOf(json::parse(text));
+  }
+  // Optional recursion and recursion beside a base case are fine.
+  EXPECT_TRUE(Compile(
+      json::parse(R"({"type":"object","properties":{"next":{"$ref":"#"}},"required":[]})")));
+  EXPECT_TRUE(Compile(json::parse(R"({"type":"array","items":{"$ref":"#"}})")));
+}
+
 TEST(JsonSchemaTest, TypeListsNullableAllOfAndEmptySchemas) {
   auto g = Compile(json::parse(R"({"type":["integer","null"]})"));
   ASSERT_TRUE(g);
