@@ -92,6 +92,44 @@ TEST(OllamaApiTest, FormatAndRefusedFields) {
   EXPECT_EQ(Err(R"({"model":"m","stream":"yes"})", false).param, "stream");
   // keep_alive is accepted (models stay loaded).
   Ok(R"({"model":"m","prompt":"x","keep_alive":"5m"})", false);
+  Ok(R"({"model":"m","prompt":"x","keep_alive":300,"top_logprobs":2})", false);
+}
+
+// Found by a helper's attack (2026-12-07): values of the wrong type or range that were accepted.
+TEST(OllamaApiTest, WrongTypesAndRangesAreRefused) {
+  EXPECT_EQ(Err(R"({"model":"m","options":{"num_predict":18446744073709551615}})", false).param,
+            "num_predict");  // was read as -1: until EOS
+  EXPECT_EQ(Err(R"({"model":"m","options":{"num_ctx":"x"}})", false).param, "num_ctx");
+  EXPECT_EQ(Err(R"({"model":"m","options":{"use_mmap":{}}})", false).param, "use_mmap");
+  Ok(R"({"model":"m","prompt":"x","options":{"num_ctx":4096,"use_mmap":true}})", false);
+  EXPECT_EQ(Err(R"({"model":"m","top_logprobs":"x"})", false).param, "top_logprobs");
+  EXPECT_EQ(Err(R"({"model":"m","keep_alive":[]})", false).param, "keep_alive");
+  EXPECT_EQ(
+      Err(R"({"model":"m","messages":[{"role":"tool","content":"x","tool_name":5}]})", true).param,
+      "messages");
+  EXPECT_EQ(Err(R"({"model":"m","messages":[{"role":"assistant","content":"",
+                   "tool_calls":[{"function":{"name":"","arguments":{}}}]}]})",
+                true)
+                .param,
+            "messages");
+}
+
+// Errors of the OpenAI request a translation became name the Ollama fields.
+TEST(OllamaApiTest, ErrorsAfterTheTranslationUseOllamaNames) {
+  ApiError e;
+  e.status = 400;
+  e.param = "response_format.json_schema.schema";
+  e.message = "'response_format': JSON schema: keyword 'a' is not supported at /";
+  const ApiError o = InOllamaTerms(e);
+  EXPECT_EQ(o.param, "format");
+  EXPECT_EQ(o.message, "'format': JSON schema: keyword 'a' is not supported at /");
+  e.param = "max_tokens";
+  e.message = "'max_tokens' must be in [1, 4096]";
+  EXPECT_EQ(InOllamaTerms(e).param, "options.num_predict");
+  EXPECT_EQ(InOllamaTerms(e).message, "'options.num_predict' must be in [1, 4096]");
+  e.param = "temperature";
+  e.message = "'temperature' must be in [0, 2]";
+  EXPECT_EQ(InOllamaTerms(e).message, e.message);
 }
 
 TEST(OllamaApiTest, ChatMessagesAndToolCalls) {

@@ -194,6 +194,21 @@ def t_errors(url, _):
     s, _, obj, data = raw_json(url, "POST", "/api/generate", {"model": LLADA_ID, "prompt": 3})
     check(s == 400 and isinstance(obj, dict) and isinstance(obj.get("error"), str),
           "a prompt that is not a string: {error}", f"{s} {data[:200]!r}")
+    # Errors of the translated request name Ollama's fields (they said 'response_format').
+    s, _, obj, data = raw_json(url, "POST", "/api/chat", {
+        "model": SMOL_ID, "messages": [{"role": "user", "content": "x"}], "format": {"a": 1}})
+    check(s == 400 and "'format'" in obj.get("error", "") and "response_format" not in data.decode(),
+          "a bad format schema names 'format'", f"{s} {data[:200]!r}")
+    # /api/show: a body that is not JSON or not an object, and unknown fields, are 400s saying so;
+    # "model" wins over the older "name".
+    for body, needle in ((b'{"model":"x"', "JSON object"), (b"[]", "JSON object"),
+                         ({"model": AR_ID, "bogus": 1}, "unknown field 'bogus'")):
+        s, _, obj, data = raw_json(url, "POST", "/api/show", body)
+        check(s == 400 and needle in (obj or {}).get("error", ""), f"show: {body!r} refused",
+              f"{s} {data[:200]!r}")
+    s, _, obj, data = raw_json(url, "POST", "/api/show", {"model": AR_ID, "name": LLADA_ID})
+    check(s == 200 and obj["model_info"]["general.architecture"] != "llada",
+          "show: model wins over name", f"{s} {data[:200]!r}")
     # Without "stream", Ollama streams: NDJSON lines.
     s, headers, data = raw(url, "POST", "/api/generate",
                            {"model": AR_ID, "prompt": PROMPT, "options": {"num_predict": 4}})

@@ -100,6 +100,10 @@ std::optional<ApiError> ReadOptions(const json& options, json* openai) {
       if (!value.is_number_integer()) {
         return OllamaBad("num_predict", "'options.num_predict' must be an integer");
       }
+      // (2^64 - 1 read as int64 was -1: "until EOS")
+      if (value.is_number_unsigned() && value.get<uint64_t>() > (uint64_t{1} << 31)) {
+        return OllamaBad("num_predict", "'options.num_predict' must be at most 2^31");
+      }
       const int64_t n = value.get<int64_t>();
       if (n < -2 || n == 0) {
         return OllamaBad("num_predict",
@@ -113,7 +117,13 @@ std::optional<ApiError> ReadOptions(const json& options, json* openai) {
       (*openai)[key] = value;
       continue;
     }
-    if (Contains(RunnerOptions(), key)) continue;
+    if (Contains(RunnerOptions(), key)) {
+      // No effect here, but a wrong type is still the client's error to hear about.
+      if (!value.is_number() && !value.is_boolean()) {
+        return OllamaBad(key, "'options." + key + "' must be a number or a boolean");
+      }
+      continue;
+    }
     if (key == "penalize_newline") {
       if (value != false) {
         return Unsupported("penalize_newline",
@@ -186,6 +196,9 @@ std::optional<ApiError> ReadMessages(const json& messages, json* out) {
           return Unsupported("thinking", where + ".thinking is not supported");
         }
       } else if (key == "tool_name") {
+        if (!value.is_null() && !value.is_string()) {
+          return OllamaBad("messages", where + ".tool_name must be a string");
+        }
         if (!value.is_null()) o["name"] = value;
       } else if (key == "tool_calls") {
         if (value.is_null()) continue;
@@ -196,9 +209,10 @@ std::optional<ApiError> ReadMessages(const json& messages, json* out) {
         for (const json& c : value) {
           const json* f = c.is_object() && c.contains("function") ? &c.at("function") : nullptr;
           if (f == nullptr || !f->is_object() || !f->contains("name") ||
-              !f->at("name").is_string()) {
-            return OllamaBad("messages",
-                             where + ".tool_calls: each call needs function.name (a string)");
+              !f->at("name").is_string() || f->at("name").get<std::string>().empty()) {
+            return OllamaBad("messages", where +
+                                             ".tool_calls: each call needs function.name (a "
+                                             "non-empty string)");
           }
           const json args = f->contains("arguments") ? f->at("arguments") : json::object();
           if (!args.is_object()) {
@@ -296,6 +310,12 @@ std::optional<ApiError> TranslateOllamaRequest(const json& body, bool ollama_cha
                          "OpenAI endpoints return them)");
     }
   }
+  if (const json& lp = get("top_logprobs"); !lp.is_null() && !lp.is_number_integer()) {
+    return OllamaBad("top_logprobs", "'top_logprobs' must be an integer");
+  }
+  if (const json& ka = get("keep_alive"); !ka.is_null() && !ka.is_string() && !ka.is_number()) {
+    return OllamaBad("keep_alive", "'keep_alive' must be a duration (\"5m\") or seconds");
+  }
   if (auto e = ReadOptions(get("options"), &o)) return e;
   if (auto e = ReadFormat(get("format"), &o)) return e;
   if (ollama_chat) {
@@ -358,6 +378,27 @@ std::optional<ApiError> TranslateOllamaRequest(const json& body, bool ollama_cha
   }
   *out = std::move(r);
   return std::nullopt;
+}
+
+ApiError InOllamaTerms(ApiError e) {
+  // (OpenAI name, Ollama name), longest first where one is a prefix of another.
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"response_format.json_schema.schema", "format"},
+      {"response_format", "format"},
+      {"max_tokens", "options.num_predict"},
+  };
+  auto rename = [](std::string* text, const std::string& from, const std::string& to) {
+    for (size_t at = text->find(from); at != std::string::npos; at = text->find(from, at)) {
+      text->replace(at, from.size(), to);
+      at += to.size();
+    }
+  };
+  for (const auto& [from, to] : kNames) {
+    if (e.param.rfind(from, 0) == 0) e.param = to + e.param.substr(std::string(from).size());
+    rename(&e.message, std::string("'") + from + "'", std::string("'") + to + "'");
+    rename(&e.message, std::string("'") + from + ".", std::string("'") + to + ".");
+  }
+  return e;
 }
 
 std::string OllamaTime(std::chrono::system_clock::time_point t) {

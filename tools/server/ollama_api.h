@@ -64,6 +64,11 @@ std::string OllamaModelName(const std::string& name);
 std::optional<ApiError> TranslateOllamaRequest(const nlohmann::ordered_json& body, bool ollama_chat,
                                                bool has_template, OllamaRequest* out);
 
+// An error of the OpenAI request a translated Ollama request became, in the Ollama request's
+// field names: response_format -> format, max_tokens -> options.num_predict (param and the
+// quoted names in the message).
+ApiError InOllamaTerms(ApiError e);
+
 // Ollama's time format: RFC 3339 in UTC with nanoseconds, e.g. "2026-12-03T19:20:00.123456789Z".
 std::string OllamaTime(std::chrono::system_clock::time_point t);
 

@@ -154,13 +154,13 @@ void Server::HandleOllamaGeneration(const httplib::Request& req, httplib::Respon
     return SetOllamaJson(res, 200, line);
   }
   ApiRequest r;
-  if (auto e = ParseApiRequest(o.openai.dump(), o.openai_chat, &r)) return fail(*e);
+  if (auto e = ParseApiRequest(o.openai.dump(), o.openai_chat, &r)) return fail(InOllamaTerms(*e));
   if (req.version == "HTTP/1.0" && r.stream) {
     return fail(
         MakeError(400, "streaming needs HTTP/1.1 (chunked transfer); send \"stream\": false"));
   }
   std::shared_ptr<Exchange> x;
-  if (auto e = StartGeneration(r, o.openai_chat, arrival, &x)) return fail(*e);
+  if (auto e = StartGeneration(r, o.openai_chat, arrival, &x)) return fail(InOllamaTerms(*e));
   x->log_prefix += " ollama";
   // Ollama's /api/generate answers "response" even when it ran as a chat request.
   const bool ollama_chat = chat;
@@ -241,11 +241,26 @@ void Server::HandleOllamaModels(httplib::Response& res, bool running) {
 }
 
 void Server::HandleOllamaShow(const httplib::Request& req, httplib::Response& res) {
+  if (JsonNestingDepth(req.body) > kMaxJsonDepth) {
+    return SetOllamaJson(res, 400, {{"error", "the request body nests too deeply"}});
+  }
   const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return SetOllamaJson(res, 400, {{"error", "the request body must be a JSON object"}});
+  }
+  // Ollama's ShowRequest: model (name is its older spelling; model wins), verbose, and the
+  // deprecated system / template / options, which change nothing here.
+  for (const auto& [key, value] : body.items()) {
+    if (key != "model" && key != "name" && key != "verbose" && key != "system" &&
+        key != "template" && key != "options") {
+      return SetOllamaJson(res, 400, {{"error", "unknown field '" + key + "'"}});
+    }
+  }
   std::string name;
-  if (body.is_object()) {
-    for (const char* key : {"model", "name"}) {
-      if (auto it = body.find(key); it != body.end() && it->is_string()) name = *it;
+  for (const char* key : {"name", "model"}) {
+    if (auto it = body.find(key);
+        it != body.end() && it->is_string() && !it->get<std::string>().empty()) {
+      name = it->get<std::string>();
     }
   }
   if (name.empty()) {
