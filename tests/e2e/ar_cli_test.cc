@@ -173,6 +173,8 @@ TEST(ArCliTest, BadFlagsAndIncompatibleDraftsAreOneLineErrors) {
            "--spec lookup --draft-p-min 0.5", "--draft-p-min 0.5", "--spec eagle --draft-steps 2",
            "--spec medusa --lookup-ngram-max 3", "--spec eagle --draft-p-min 1.5",
            "--spec eagle --draft-p-min nan",
+           // an empty grammar or schema (it ran unconstrained)
+           "--grammar ''", "-j ''", "--jf ''",
            "--spec lookup --draft-model " + testing::TwinPath("ar-draft")}) {
     const auto r = RunUnmask(base + bad);
     EXPECT_NE(r.exit_code, 0) << bad;

@@ -10,22 +10,33 @@ namespace {
 
 constexpr size_t kMaxGrammarBytes = size_t{4} << 20;
 
+// An empty grammar or schema given on purpose is a mistake (it ran unconstrained).
+const CLI::Validator kNotEmpty(
+    [](std::string& v) {
+      return v.empty() ? std::string("an empty value constrains nothing") : "";
+    },
+    "", "not empty");
+
 }  // namespace
 
 void ConstraintArgs::AddTo(CLI::App& app) {
   auto* g = "Structured output (AR models)";
   app.add_option("--grammar", grammar,
                  "constrain the output to this GBNF grammar (llama.cpp's format; rule 'root')")
+      ->check(kNotEmpty)
       ->group(g);
   app.add_option("--grammar-file", grammar_file, "--grammar read from a file")
       ->type_name("FILE")
+      ->check(kNotEmpty)
       ->group(g);
   app.add_option("-j,--json-schema", json_schema,
                  "constrain the output to JSON matching this JSON schema ('{}': any JSON value); "
                  "unsupported keywords (pattern, multipleOf, ...) are refused by name")
+      ->check(kNotEmpty)
       ->group(g);
   app.add_option("--json-schema-file,--jf", json_schema_file,
                  "--json-schema read from a file (llama.cpp's -jf)")
+      ->check(kNotEmpty)
       ->group(g);
 }
 
