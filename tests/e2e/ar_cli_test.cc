@@ -278,6 +278,16 @@ TEST(ArCliTest, InspectNamesDraftFiles) {
   EXPECT_NE(r.out.find("  does not load: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("medusa.head_count"), std::string::npos) << r.out;
   std::remove(bad.c_str());
+  // Control bytes from a file are printed escaped: a NUL cut the line, an escape sequence would
+  // reach the terminal.
+  gguf::GgufWriter odd;
+  odd.Set("general.architecture", gguf::Value::String(std::string("med\0x\x1b[2J", 9)));
+  const std::string odd_path = testing::TempDir() + "/control-bytes.gguf";
+  ASSERT_TRUE(odd.WriteFile(odd_path).ok());
+  const auto o = RunUnmask("inspect " + odd_path + " --metadata");
+  EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("med\\x00x\\x1b[2J"), std::string::npos) << o.out;
+  std::remove(odd_path.c_str());
 }
 
 TEST(ArCliTest, DraftModelWithAnotherVocabularyIsRejected) {

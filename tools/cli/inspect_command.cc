@@ -16,6 +16,10 @@ namespace {
 
 constexpr const char* kWho = "unmask inspect";
 
+// Text from the file as printed: control bytes escaped (a NUL cut a line short; an escape sequence
+// would reach the terminal).
+std::string Shown(std::string_view text) { return EscapeControl(text); }
+
 std::string Human(double n) {
   const char* units[] = {"", "K", "M", "B", "T"};
   int u = 0;
@@ -32,7 +36,7 @@ void PrintToken(const Tokenizer& tok, const char* name, int32_t id) {
   if (id < 0) {
     std::printf("  %-6s (none)\n", name);
   } else {
-    std::printf("  %-6s %d '%s'\n", name, id, std::string(tok.TokenText(id)).c_str());
+    std::printf("  %-6s %d '%s'\n", name, id, Shown(tok.TokenText(id)).c_str());
   }
 }
 
@@ -49,17 +53,21 @@ std::string CheckDraftFile(const std::string& path, const gguf::GgufFile& f,
   target.hidden_size = hidden.ok() ? *hidden : 0;
   target.vocab_size = vocab.ok() ? *vocab : 0;
   target.context_length = 4096;
+  // The loaders' messages speak of "the base model": here it is that assumed target.
+  const std::string against = " (checked against a target of hidden size " +
+                              std::to_string(target.hidden_size) + " and vocabulary " +
+                              std::to_string(target.vocab_size) + ", as the file declares)";
   auto file = gguf::GgufFile::Open(path);
   if (!file.ok()) return "does not load: " + file.status().message();
   if (arch == "medusa") {
     auto heads = MedusaHeads::FromFile(std::move(file).value(), target);
-    if (!heads.ok()) return "does not load: " + heads.status().message();
+    if (!heads.ok()) return "does not load: " + heads.status().message() + against;
     return "loads: " + std::to_string((*heads)->head_count()) + " heads, draft vocabulary " +
            std::to_string((*heads)->draft_vocab_size()) + ", " +
            Human(static_cast<double>((*heads)->weight_bytes())) + "B of weights";
   }
   auto eagle = EagleHead::FromFile(std::move(file).value(), target);
-  if (!eagle.ok()) return "does not load: " + eagle.status().message();
+  if (!eagle.ok()) return "does not load: " + eagle.status().message() + against;
   return "loads: draft vocabulary " + std::to_string((*eagle)->draft_vocab_size()) + ", " +
          Human(static_cast<double>((*eagle)->weight_bytes())) + "B of weights";
 }
@@ -90,23 +98,23 @@ int InspectCommand::Run() const {
         "architecture: %s (%s for speculative decoding of an autoregressive model: unmask "
         "generate -m TARGET.gguf --spec %s --draft-heads %s; found beside TARGET.gguf as "
         "TARGET.%s.gguf)\n",
-        arch->c_str(), *arch == "medusa" ? "draft heads" : "a draft layer", arch->c_str(),
-        path.c_str(), arch->c_str());
+        Shown(*arch).c_str(), *arch == "medusa" ? "draft heads" : "a draft layer",
+        Shown(*arch).c_str(), path.c_str(), Shown(*arch).c_str());
     for (const gguf::MetadataEntry& e : f.metadata()) {
       if (e.key.rfind(*arch + ".", 0) == 0) {
-        std::printf("  %s = %s\n", e.key.c_str(), e.value.ToString().c_str());
+        std::printf("  %s = %s\n", Shown(e.key).c_str(), Shown(e.value.ToString()).c_str());
       }
     }
     std::printf("  %s (whether it fits a target model is checked when generate loads it)\n",
-                CheckDraftFile(path, f, *arch).c_str());
+                Shown(CheckDraftFile(path, f, *arch)).c_str());
   } else if (config_or.ok()) {
     ModelConfig c = *config_or;
     if (const auto* e = f.FindTensor("token_embd.weight"); e && e->dims.size() == 2) {
       c.vocab_size = e->dims[1];
     }
     c.tied_output = f.FindTensor("output.weight") == nullptr;
-    std::printf("architecture: %s%s%s\n", c.architecture.c_str(),
-                c.name.empty() ? "" : "  name: ", c.name.c_str());
+    std::printf("architecture: %s%s%s\n", Shown(c.architecture).c_str(),
+                c.name.empty() ? "" : "  name: ", Shown(c.name).c_str());
     const std::string attention =
         c.attention == AttentionKind::kBidirectional ? "bidirectional (diffusion)"
         : c.attention == AttentionKind::kBlockCausal
@@ -149,7 +157,8 @@ int InspectCommand::Run() const {
                   static_cast<long long>(c.ActiveParameters()));
     }
   } else {
-    std::printf("architecture: not runnable by unmask: %s\n", config_or.status().message().c_str());
+    std::printf("architecture: not runnable by unmask: %s\n",
+                Shown(config_or.status().message()).c_str());
   }
 
   auto tok_or = Tokenizer::FromGguf(f);
@@ -157,8 +166,8 @@ int InspectCommand::Run() const {
     std::printf("tokenizer: the target model's\n");
   } else if (tok_or.ok()) {
     const Tokenizer& tok = **tok_or;
-    std::printf("tokenizer: %s%s%s, %d tokens, add_bos %s\n", std::string(tok.model_name()).c_str(),
-                tok.pre_name().empty() ? "" : " / pre ", std::string(tok.pre_name()).c_str(),
+    std::printf("tokenizer: %s%s%s, %d tokens, add_bos %s\n", Shown(tok.model_name()).c_str(),
+                tok.pre_name().empty() ? "" : " / pre ", Shown(tok.pre_name()).c_str(),
                 tok.vocab_size(), tok.special().add_bos ? "true" : "false");
     PrintToken(tok, "bos", tok.special().bos);
     PrintToken(tok, "eos", tok.special().eos);
@@ -170,13 +179,13 @@ int InspectCommand::Run() const {
                     ? "(none)"
                     : (std::to_string(tok.chat_template().size()) + " characters").c_str());
   } else {
-    std::printf("tokenizer: unavailable: %s\n", tok_or.status().message().c_str());
+    std::printf("tokenizer: unavailable: %s\n", Shown(tok_or.status().message()).c_str());
   }
 
   if (metadata) {
     std::printf("metadata:\n");
     for (const gguf::MetadataEntry& e : f.metadata()) {
-      std::printf("  %s = %s\n", e.key.c_str(), e.value.ToString().c_str());
+      std::printf("  %s = %s\n", Shown(e.key).c_str(), Shown(e.value.ToString()).c_str());
     }
   }
   int64_t params = 0;
@@ -190,8 +199,8 @@ int InspectCommand::Run() const {
     std::printf("tensors:\n");
     for (const gguf::TensorInfo& t : f.tensors()) {
       const auto info = gguf::GetGgmlTypeInfo(static_cast<uint32_t>(t.type));
-      std::printf("  %-32s %-6s %s\n", t.name.c_str(), std::string(info ? info->name : "?").c_str(),
-                  t.ShapeString().c_str());
+      std::printf("  %-32s %-6s %s\n", Shown(t.name).c_str(),
+                  std::string(info ? info->name : "?").c_str(), t.ShapeString().c_str());
     }
   }
   std::printf("total: %s parameters stored (", Human(static_cast<double>(params)).c_str());
