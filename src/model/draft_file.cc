@@ -8,7 +8,7 @@ namespace unmask {
 StatusOr<int64_t> GetBoundedInt(const gguf::GgufFile& f, const std::string& key, int64_t lo,
                                 int64_t hi) {
   auto v = f.GetInt(key);
-  if (!v.ok()) return v.status().WithContext(f.path());
+  if (!v.ok()) return v.status();  // (names the file)
   if (*v < lo || *v > hi) {
     return InvalidArgumentError(f.path() + ": " + key + " = " + std::to_string(*v) +
                                 ", expected a value in [" + std::to_string(lo) + ", " +
@@ -26,7 +26,7 @@ StatusOr<std::vector<int32_t>> ReadDraftVocab(const gguf::GgufFile& f, const std
     return out;
   }
   auto ids = f.GetIntArray(key);
-  if (!ids.ok()) return ids.status().WithContext(f.path());
+  if (!ids.ok()) return ids.status();  // (names the file)
   if (ids->empty()) return InvalidArgumentError(f.path() + ": " + key + " is empty");
   std::set<int64_t> seen;
   for (int64_t id : *ids) {

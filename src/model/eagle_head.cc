@@ -36,7 +36,7 @@ StatusOr<std::unique_ptr<EagleHead>> EagleHead::FromFile(std::unique_ptr<gguf::G
   if (file == nullptr) return InvalidArgumentError("EAGLE draft layer: no file");
   const gguf::GgufFile& f = *file;
   auto arch = f.GetString("general.architecture");
-  if (!arch.ok()) return arch.status().WithContext(f.path());
+  if (!arch.ok()) return arch.status();  // (names the file)
   if (*arch != "eagle") {
     return InvalidArgumentError(f.path() + ": general.architecture is '" + *arch +
                                 "', expected 'eagle' (an EAGLE draft-layer file)");

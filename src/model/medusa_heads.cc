@@ -29,7 +29,7 @@ StatusOr<std::unique_ptr<MedusaHeads>> MedusaHeads::FromFile(std::unique_ptr<ggu
   if (file == nullptr) return InvalidArgumentError("Medusa heads: no file");
   const gguf::GgufFile& f = *file;
   auto arch = f.GetString("general.architecture");
-  if (!arch.ok()) return arch.status().WithContext(f.path());
+  if (!arch.ok()) return arch.status();  // (names the file)
   if (*arch != "medusa") {
     return InvalidArgumentError(f.path() + ": general.architecture is '" + *arch +
                                 "', expected 'medusa' (a draft-heads file)");
