@@ -10,19 +10,17 @@
 //
 // Supported (draft 2020-12 names; draft-07 `definitions` too):
 //   type (a name or a list of names: object, array, string, number, integer, boolean, null),
-//   enum, const (beside `type`, which keeps the values of that type, and `nullable` only), anyOf, oneOf (generated as anyOf: a value matching several branches is not
-//   excluded), allOf (object schemas only, merged), $ref ("#", "#/$defs/...", "#/definitions/...",
-//   recursion included), nullable (OpenAPI);
-//   object: properties, required, additionalProperties (false when absent, as OpenAI's strict
-//   structured outputs require: declared properties only; true or a schema allows more keys),
-//   properties are written in declaration order (hence ordered_json), optional ones may be left
-//   out;
-//   array: items, prefixItems, minItems, maxItems (at most 4096);
-//   string: minLength, maxLength, format date, time, date-time and uuid (RFC 3339 / RFC 4122
-//   shapes; other formats are annotations, as the specification makes them by default);
-//   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (16 digits at most);
-//   annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
-//   readOnly, writeOnly) are ignored.
+//   enum, const (beside `type`, which keeps the values of that type, and `nullable` only), anyOf,
+//   oneOf (generated as anyOf: a value matching several branches is not excluded), allOf (object
+//   schemas only, merged), $ref ("#", "#/$defs/...", "#/definitions/...", recursion included),
+//   nullable (OpenAPI); object: properties, required, additionalProperties (false when absent, as
+//   OpenAI's strict structured outputs require: declared properties only; true or a schema allows
+//   more keys), properties are written in declaration order (hence ordered_json), optional ones may
+//   be left out; array: items, prefixItems, minItems, maxItems (at most 4096); string: minLength,
+//   maxLength, format date, time, date-time and uuid (RFC 3339 / RFC 4122 shapes; other formats are
+//   annotations, as the specification makes them by default); integer: minimum, maximum,
+//   exclusiveMinimum, exclusiveMaximum (16 digits at most); annotations (title, description,
+//   default, examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored.
 // Anything else (pattern, multipleOf, bounds on `number`, uniqueItems true, not, if/then/else,
 // patternProperties, min/maxProperties, remote $ref, ...) is refused by name. So are a reference
 // that reaches itself before any character of the value (`{"$ref": "#"}`: no grammar runs it),
