@@ -170,9 +170,10 @@ StatusOr<Grammar> GrammarBuilder::Build(const std::string& root) {
       const size_t r = todo.back();
       todo.pop_back();
       if (!productive[r]) {
-        return InvalidArgumentError("grammar: rule '" + names_[r] +
-                                    "' can never end (every alternative needs it again, so no "
-                                    "finite text matches it)");
+        return InvalidArgumentError("grammar: rule '" + names_[r] + "' " +
+                                    std::string(kNeverEndsPhrase) +
+                                    " (every alternative needs it again, so no finite text "
+                                    "matches it)");
       }
       for (const auto& alt : alts_[r]) {
         for (const Elem& e : alt) {

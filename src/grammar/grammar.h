@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -56,6 +57,11 @@ struct Grammar {
   int64_t num_rules() const { return static_cast<int64_t>(rule_alts.size()); }
 };
 
+// The words of Build's error for a rule the root reaches that no finite text completes ("rule 'x'
+// can never end ..."): a caller that generated the grammar (the JSON schema compiler) tells it
+// apart from its own bugs by them.
+inline constexpr std::string_view kNeverEndsPhrase = "can never end";
+
 // Builds a Grammar: rules are declared by name (forward references allowed) and each alternative
 // is appended as a sequence of elements.
 class GrammarBuilder {
@@ -72,7 +78,8 @@ class GrammarBuilder {
   // Elements added so far (alternatives' lengths + 1 each): the parser's size budget.
   size_t num_elements() const { return num_elements_; }
   // The grammar rooted at the rule named `root`. Errors: InvalidArgument naming an undefined rule
-  // ("rule 'x' is used but never defined"), a missing root, or a left-recursive rule.
+  // ("rule 'x' is used but never defined"), a missing root, a reachable rule that can never end
+  // (kNeverEndsPhrase), or a left-recursive rule.
   StatusOr<Grammar> Build(const std::string& root);
 
  private:

@@ -778,38 +778,39 @@ std::string GbnfLiteral(const std::string& text) {
   return out + "\"";
 }
 
-namespace {
-
-// The compiled text, checked as the GBNF parser will check it: a schema that no finite value
-// satisfies (a required property or every item referring back to the schema) compiles to a rule
-// that can never end, which is refused here in the schema's terms.
-StatusOr<std::string> CompileChecked(const json& schema) {
+StatusOr<CompiledSchema> CompileJsonSchema(const nlohmann::ordered_json& schema) {
   UNMASK_ASSIGN_OR_RETURN(std::string gbnf, Compiler(schema).Run());
+  // Parsed as every caller would parse it: a schema that no finite value satisfies (a required
+  // property or every item referring back to the schema) compiles to a rule that can never end,
+  // which is refused here in the schema's terms.
   auto parsed = ParseGbnf(gbnf);
   if (!parsed.ok()) {
-    const std::string m = parsed.status().message();
-    if (m.find("can never end") != std::string::npos) {
+    const std::string& m = parsed.status().message();
+    if (m.find(kNeverEndsPhrase) != std::string::npos) {
       return InvalidArgumentError(
           "JSON schema: no finite value satisfies it (a required property or every item refers "
           "back to a schema that contains it, with no way to stop; " +
           m + ")");
     }
-    return InvalidArgumentError("JSON schema: compiled to a grammar that does not parse (a bug): " +
-                                m);
+    return InternalError("JSON schema: compiled to a grammar that does not parse (a bug): " + m);
   }
-  return gbnf;
+  return CompiledSchema{std::move(gbnf), std::move(parsed).value()};
 }
 
-}  // namespace
+StatusOr<CompiledSchema> CompileJsonSchemaText(std::string_view text) {
+  const json schema = json::parse(text, nullptr, false);
+  if (schema.is_discarded()) return InvalidArgumentError("JSON schema: the text is not valid JSON");
+  return CompileJsonSchema(schema);
+}
 
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
-  return CompileChecked(schema);
+  UNMASK_ASSIGN_OR_RETURN(CompiledSchema c, CompileJsonSchema(schema));
+  return std::move(c.gbnf);
 }
 
 StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view text) {
-  const json schema = json::parse(text, nullptr, false);
-  if (schema.is_discarded()) return InvalidArgumentError("JSON schema: the text is not valid JSON");
-  return CompileChecked(schema);
+  UNMASK_ASSIGN_OR_RETURN(CompiledSchema c, CompileJsonSchemaText(text));
+  return std::move(c.gbnf);
 }
 
 std::string JsonObjectGbnf() { return std::string("root ::= \" \"? json-object\n") + kPrimitives; }

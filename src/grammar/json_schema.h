@@ -36,14 +36,26 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "grammar/grammar.h"
 
 namespace unmask::grammar {
 
+// A compiled schema: the GBNF text and the grammar parsed from it (root rule "root").
+struct CompiledSchema {
+  std::string gbnf;
+  Grammar grammar;
+};
+
 // Errors: InvalidArgument "JSON schema: <what> at <JSON pointer>" for an unsupported keyword or
 // value, a malformed schema (a keyword of the wrong JSON type, an unresolvable $ref, minItems >
-// maxItems, an empty enum, minimum > maximum).
-StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// maxItems, an empty enum, minimum > maximum), or one no finite value satisfies (a required
+// property that refers back to the schema). Internal when the compiled text does not parse (a bug).
+StatusOr<CompiledSchema> CompileJsonSchema(const nlohmann::ordered_json& schema);
 // The same from the schema's JSON text. Errors: InvalidArgument for text that is not JSON.
+StatusOr<CompiledSchema> CompileJsonSchemaText(std::string_view text);
+// CompileJsonSchema's text only (a caller that renames or combines rules: tool-call schemas).
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// The same from the schema's JSON text.
 StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view text);
 
 // Any JSON object (response_format {"type": "json_object"}).

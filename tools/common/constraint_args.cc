@@ -56,22 +56,19 @@ StatusOr<std::shared_ptr<const grammar::Grammar>> ConstraintArgs::Compile() cons
     return InvalidArgumentError(
         "give one of --grammar, --grammar-file, -j/--json-schema, -jf/--json-schema-file");
   }
-  std::string gbnf;
-  if (!grammar.empty() || !grammar_file.empty()) {
-    if (!grammar.empty()) {
-      gbnf = grammar;
-    } else {
-      UNMASK_ASSIGN_OR_RETURN(gbnf, ReadRegularFile(grammar_file, kMaxGrammarBytes, "grammar"));
-    }
-  } else {
+  if (!json_schema.empty() || !json_schema_file.empty()) {
     std::string text = json_schema;
     if (text.empty()) {
       UNMASK_ASSIGN_OR_RETURN(text,
                               ReadRegularFile(json_schema_file, kMaxGrammarBytes, "JSON schema"));
     }
-    auto compiled = grammar::JsonSchemaTextToGbnf(text);
+    auto compiled = grammar::CompileJsonSchemaText(text);
     if (!compiled.ok()) return InvalidArgumentError(label() + ": " + compiled.status().message());
-    gbnf = *std::move(compiled);
+    return std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
+  }
+  std::string gbnf = grammar;
+  if (gbnf.empty()) {
+    UNMASK_ASSIGN_OR_RETURN(gbnf, ReadRegularFile(grammar_file, kMaxGrammarBytes, "grammar"));
   }
   auto parsed = grammar::ParseGbnf(gbnf);
   if (!parsed.ok()) return InvalidArgumentError(label() + ": " + parsed.status().message());

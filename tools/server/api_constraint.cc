@@ -27,9 +27,11 @@ std::optional<ApiError> FromSchema(const ordered_json& schema, const std::string
   if (!schema.is_object() && !schema.is_boolean()) {
     return Bad(field, "'" + field + "' must be a JSON schema (an object)");
   }
-  auto gbnf = grammar::JsonSchemaToGbnf(schema);
-  if (!gbnf.ok()) return Unsupported(field, "'" + field + "': " + gbnf.status().message());
-  return Compile(*gbnf, field, "json_schema", out);
+  auto compiled = grammar::CompileJsonSchema(schema);
+  if (!compiled.ok()) return Unsupported(field, "'" + field + "': " + compiled.status().message());
+  *out = OutputConstraint{std::make_shared<const grammar::Grammar>(std::move(compiled->grammar)),
+                          field, "json_schema"};
+  return std::nullopt;
 }
 
 std::optional<ApiError> UnknownKeys(const ordered_json& object, const std::string& where,
