@@ -208,8 +208,14 @@ TEST(ArCliTest, MedusaFindsTheHeadsBesideTheModelAndIsLossless) {
   EXPECT_GT(medusa["speculative"]["drafted"].get<int64_t>(), 0);
   EXPECT_EQ(medusa["speculative"]["draft_forwards"], 0);
   // The twin has 4 heads: a larger --draft-max is reported as what a step can draft.
-  const nlohmann::json capped = Json(RunUnmask(base + " --spec medusa --draft-max 9"));
+  const testing::CliResult capped_run = RunUnmask(base + " --spec medusa --draft-max 9");
+  const nlohmann::json capped = Json(capped_run);
   EXPECT_EQ(capped["speculative"]["draft_max"], 4);
+  // ... and said on stderr, not capped silently.
+  EXPECT_NE(capped_run.err.find("--draft-max 9 is more than"), std::string::npos) << capped_run.err;
+  EXPECT_NE(capped_run.err.find("4 heads: drafting 4"), std::string::npos) << capped_run.err;
+  EXPECT_EQ(RunUnmask(base + " --spec medusa --draft-max 3").err.find("note: --draft-max"),
+            std::string::npos);
   EXPECT_EQ(capped["output_ids"], plain["output_ids"]);
   EXPECT_LT(medusa["nfe"].get<int64_t>(), plain["nfe"].get<int64_t>());
   // --draft-heads names the file (and implies --spec medusa).

@@ -101,12 +101,22 @@ int RunArGeneration(const GenerateCommand& cmd, const GenerateRun& run, DecodeOp
     if (!h.ok()) return FailWith(kWho, h.status().WithContext("--spec " + spec));
     heads = std::move(h).value();
     heads.Use(m, cmd.ar.draft_p_min, options);
+    const bool draft_max_given =
+        cmd.ar.draft_max_option != nullptr && cmd.ar.draft_max_option->count() > 0;
+    if (heads.medusa != nullptr && draft_max_given &&
+        cmd.ar.draft_max > heads.medusa->head_count()) {
+      // Each Medusa head drafts one position: the file's head count is the most a step drafts.
+      std::fprintf(stderr, "note: --draft-max %d is more than %s's %lld heads: drafting %lld\n",
+                   static_cast<int>(cmd.ar.draft_max), path.c_str(),
+                   static_cast<long long>(heads.medusa->head_count()),
+                   static_cast<long long>(heads.medusa->head_count()));
+    }
     options.eagle.depth = cmd.ar.draft_depth;
     options.eagle.top_k = cmd.ar.draft_topk;
     if (spec == "eagle") {
       // A tree has more nodes than a chain: EAGLE's own default unless --draft-max is given.
-      const bool given = cmd.ar.draft_max_option != nullptr && cmd.ar.draft_max_option->count() > 0;
-      options.eagle.total_tokens = given ? cmd.ar.draft_max : EagleDrafterParams{}.total_tokens;
+      options.eagle.total_tokens =
+          draft_max_given ? cmd.ar.draft_max : EagleDrafterParams{}.total_tokens;
       options.ar.draft_max = options.eagle.total_tokens;
     }
   } else if (spec == "draft" || spec == "diffusion") {
