@@ -15,6 +15,11 @@
   turns it off.
 - A heads or draft-layer file beside a model that does not load (garbage) stops the server's
   start with an error naming it.
+- `--draft-heads [MODEL_ID=]FILE` names the files instead (a model with nothing beside it gets
+  Medusa and EAGLE from files elsewhere, lossless); a FILE without an id while two AR models are
+  served, an id that is not served or is a diffusion model, two files of one kind, and a garbage
+  named file (which replaces a good one beside the model) and a missing one each stop the start
+  with a message naming the cause.
 
 Prints one line per check; exits 1 if any check failed.
 
@@ -174,6 +179,67 @@ def bad_heads_stop_the_start(unmask):
     return rc
 
 
+MEDUSA = os.path.join(ROOT, "models", "unmask-tinystories-ar.medusa.gguf")
+EAGLE = os.path.join(ROOT, "models", "unmask-tinystories-ar.eagle.gguf")
+
+
+def named_heads_files(unmask):
+    """--draft-heads: the twin copied where nothing is beside it, its heads from elsewhere."""
+    rc = 0
+    d = tempfile.mkdtemp(prefix="unmask-named-heads-")
+    try:
+        os.symlink(AR, os.path.join(d, "m.gguf"))
+        os.mkdir(os.path.join(d, "heads"))
+        medusa, eagle = os.path.join(d, "heads", "h1.gguf"), os.path.join(d, "heads", "h2.gguf")
+        os.symlink(MEDUSA, medusa)
+        os.symlink(EAGLE, eagle)
+
+        def served(url, client):
+            _, _, obj, _ = raw_json(url, "GET", "/v1/models")
+            by_id = {m["id"]: m.get("x_unmask", {}) for m in obj["data"]}
+            check(by_id["m"].get("speculative") == ["none", "lookup", "medusa", "eagle"],
+                  "--draft-heads: the named files give medusa and eagle", repr(by_id["m"]))
+            plain, _ = completion(client, PROMPTS[0], model="m")
+            for spec in ("medusa", "eagle"):
+                text, xu = completion(client, PROMPTS[0], spec, model="m")
+                check(text == plain and xu.get("speculative", {}).get("drafted", 0) > 0,
+                      f"--draft-heads: {spec} drafts and gives the plain text", repr(xu))
+
+        # One AR model: FILE alone; the diffusion twin beside it takes none.
+        rc |= run_tests(unmask, ["-m", os.path.join(d, "m.gguf"), "-m", LLADA, "-t", "1",
+                                 "--draft-heads", medusa, "--draft-heads", "m=" + eagle],
+                        [served])
+
+        garbage = os.path.join(d, "heads", "garbage.gguf")
+        with open(garbage, "wb") as f:
+            f.write(b"GGUF\x03\x00\x00\x00garbage")
+        refused = [
+            (["-m", AR, "-m", DRAFT, "--draft-heads", medusa],
+             "give the model it is for as MODEL_ID=FILE"),
+            (["-m", AR, "--draft-heads", "typo=" + medusa], "no model 'typo' is served"),
+            (["-m", AR, "-m", LLADA, "--draft-heads", LLADA_ID + "=" + medusa],
+             "is a diffusion model"),
+            (["-m", AR, "--draft-heads", medusa, "--draft-heads", AR_ID + "=" + medusa],
+             "two medusa files for " + AR_ID),
+            (["-m", AR, "--draft-heads", AR], "--draft-heads"),  # a model, not heads
+            (["-m", AR, "--draft-heads", garbage], "garbage.gguf"),  # replaces the good one
+            (["-m", AR, "--draft-heads", "x=" + os.path.join(d, "missing.gguf")], "no such file"),
+        ]
+        for args, want in refused:
+            try:
+                with UnmaskServer(unmask, args + ["-t", "1"]):
+                    ok, detail = False, "the server started"
+            except RuntimeError as e:
+                ok, detail = want in str(e), str(e)[-300:]
+            name = " ".join(os.path.basename(a) for a in args)
+            print(f"{'ok   ' if ok else 'FAIL '} --draft-heads refused ({name}): {want!r}"
+                  + ("" if ok else f": {detail}"), flush=True)
+            rc |= 0 if ok else 1
+    finally:
+        shutil.rmtree(d)
+    return rc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -186,6 +252,7 @@ def main():
     rc |= run_tests(args.unmask, base + ["--spec-medusa"], [spec_medusa_is_the_default])
     rc |= run_tests(args.unmask, base + ["--spec-eagle"], [spec_eagle_is_the_default])
     rc |= bad_heads_stop_the_start(args.unmask)
+    rc |= named_heads_files(args.unmask)
     return rc
 
 

@@ -359,7 +359,8 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
       return MakeError(400,
                        "'speculative': \"medusa\" needs Medusa heads for " + m.id + " (" +
                            MedusaHeadsPathFor(m.path) +
-                           " beside the model file; scripts/train/train_medusa.py trains them)",
+                           " beside the model file, or serve --draft-heads; "
+                           "scripts/train/train_medusa.py trains them)",
                        "", "speculative");
     }
     g->medusa_heads = m.medusa_heads.get();
@@ -369,7 +370,8 @@ std::optional<ApiError> Server::BuildGeneration(const ApiRequest& r, const Serve
       return MakeError(400,
                        "'speculative': \"eagle\" needs an EAGLE draft layer for " + m.id + " (" +
                            EagleHeadPathFor(m.path) +
-                           " beside the model file; scripts/train/train_eagle.py trains it)",
+                           " beside the model file, or serve --draft-heads; "
+                           "scripts/train/train_eagle.py trains it)",
                        "", "speculative");
     }
     g->eagle_head = m.eagle_head.get();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "common/cli_util.h"
@@ -85,6 +86,12 @@ void ServeCommand::AddTo(CLI::App& app) {
                "start): EAGLE speculative decoding (a draft tree verified per step) by default; "
                "before --spec-medusa where a model has both (a request's 'speculative' field "
                "overrides)");
+  app.add_option("--draft-heads", options.draft_heads,
+                 "[MODEL_ID=]FILE: Medusa heads or an EAGLE draft layer (the file's architecture "
+                 "says which) for an AR model, instead of MODEL.medusa.gguf / MODEL.eagle.gguf "
+                 "beside it; MODEL_ID= (the model's id, see --alias) is needed when several AR "
+                 "models are served; repeat for more files")
+      ->type_name("[ID=]FILE");
   // Diffusion defaults (a request's fields override them; the flags of unmask generate).
   diffusion.AddTo(app, /*request_flags=*/false);
 }
@@ -126,6 +133,18 @@ int ServeCommand::Run() {
     PrintError("unmask serve",
                "--chat-template-file replaces one model's template: serve one -m with it");
     return 2;
+  }
+  for (const std::string& value : options.draft_heads) {
+    // A missing file is said before the models load (minutes for a large one); which model a
+    // file is for is settled once their ids and kinds are known (server/draft_files.h).
+    std::error_code ec;
+    const size_t eq = value.find('=');
+    if (!std::filesystem::is_regular_file(value, ec) &&
+        (eq == std::string::npos || !std::filesystem::is_regular_file(value.substr(eq + 1), ec))) {
+      PrintError("unmask serve",
+                 "--draft-heads " + value + ": no such file (give FILE or MODEL_ID=FILE)");
+      return 2;
+    }
   }
   if (!options.chat_template_file.empty()) {
     // Before the port opens (the render check runs once the model's tokens are known).

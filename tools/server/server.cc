@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "server/api_response.h"
+#include "server/draft_files.h"
 
 namespace unmask::server {
 
@@ -156,35 +157,13 @@ Status Server::LoadModels(const std::function<void(size_t, size_t, const std::st
                      static_cast<long long>(model_context), static_cast<long long>(model_context));
       }
     }
-    if (!m->diffusion()) {
-      // Medusa heads beside the model (MODEL.medusa.gguf): a file that is there but does not
-      // load is the operator's to fix, so it stops the start like a bad model would.
-      const std::string heads_path = MedusaHeadsPathFor(m->path);
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(heads_path, ec)) {
-        auto heads = MedusaHeads::Load(heads_path, m->loaded->model->config());
-        if (!heads.ok()) return heads.status().WithContext("Medusa heads of " + m->id);
-        m->medusa_heads = std::move(heads).value();
-        std::fprintf(stderr, "unmask serve: %s: Medusa heads %s (%d heads)\n", m->id.c_str(),
-                     heads_path.c_str(), m->medusa_heads->head_count());
-      }
-      // The same for an EAGLE draft layer (MODEL.eagle.gguf).
-      const std::string eagle_path = EagleHeadPathFor(m->path);
-      if (std::filesystem::is_regular_file(eagle_path, ec)) {
-        auto eagle = EagleHead::Load(eagle_path, m->loaded->model->config());
-        if (!eagle.ok()) return eagle.status().WithContext("EAGLE draft layer of " + m->id);
-        m->eagle_head = std::move(eagle).value();
-        std::fprintf(stderr, "unmask serve: %s: EAGLE draft layer %s (draft vocabulary %lld)\n",
-                     m->id.c_str(), eagle_path.c_str(),
-                     static_cast<long long>(m->eagle_head->draft_vocab_size()));
-      }
-    }
     metrics_.Set("model_info",
                  {m->id, m->engine_name(), m->loaded->model->config().architecture,
                   std::string(ComputeTypeName(m->loaded->model->compute()))},
                  1);
     models.push_back(std::move(m));
   }
+  UNMASK_RETURN_IF_ERROR(LoadDraftFiles(options_.draft_heads, models));
   if (Status s = engine_->StartServing(); !s.ok()) return s;
   models_ = std::move(models);
   ready_.store(true);

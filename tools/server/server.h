@@ -70,6 +70,9 @@ struct ServerOptions {
   bool speculative_lookup = false;  // AR default: prompt-lookup drafting
   bool speculative_medusa = false;  // AR default: Medusa drafting, for models with heads
   bool speculative_eagle = false;   // AR default: EAGLE drafting, for models with a draft layer
+  // --draft-heads: "[MODEL_ID=]FILE" Medusa heads or EAGLE draft layers instead of the files
+  // beside the models (server/draft_files.h).
+  std::vector<std::string> draft_heads;
   // Threads that run requests (each streamed response holds one; slow and idle connections hold
   // none: http_gate.h). 0: max_queue + models x max_batch + 8.
   int http_threads = 0;
@@ -82,11 +85,11 @@ struct ServedModel {
   const LoadedModel* loaded = nullptr;  // owned by the engine
   size_t index = 0;                     // engine (and scheduler) model index
   int64_t context_length = 0;           // what requests may use: min(serve -c, the model's)
-  // AR models: the Medusa heads found beside the model file (MODEL.medusa.gguf), null when none;
-  // requests with "speculative": "medusa" draft with them.
+  // AR models: the Medusa heads of --draft-heads or found beside the model file
+  // (MODEL.medusa.gguf), null when none; requests with "speculative": "medusa" draft with them.
   std::unique_ptr<const MedusaHeads> medusa_heads;
-  // AR models: the EAGLE draft layer found beside the model file (MODEL.eagle.gguf), null when
-  // none; requests with "speculative": "eagle" draft trees with it.
+  // AR models: the EAGLE draft layer of --draft-heads or found beside the model file
+  // (MODEL.eagle.gguf), null when none; requests with "speculative": "eagle" draft trees with it.
   std::unique_ptr<const EagleHead> eagle_head;
   // The vocabulary as a byte trie for structured output, built by the first request that needs
   // it (VocabTrie()).
