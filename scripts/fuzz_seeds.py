@@ -65,6 +65,21 @@ SCHEMAS = [
     {"type": "array", "prefixItems": [{"type": "number"}, {"$ref": "#"}], "items": False,
      "maxItems": 2, "title": "t", "description": "d"},
     {"type": "array", "items": {"$ref": "#"}},
+    # The shapes real clients write (pydantic, OpenAI strict mode, OpenAPI; 2026-12-07).
+    {"type": "object", "properties": {"a": {"type": "string"}, "b\u00e9": {"type": "null"}},
+     "additionalProperties": {"type": "integer", "format": "int32"}},
+    {"$defs": {"Base": {"type": "object", "properties": {"id": {"type": "integer"}},
+                        "required": ["id"]}},
+     "allOf": [{"$ref": "#/$defs/Base"}], "properties": {"n": {"allOf": [{"$ref": "#/$defs/Base"}],
+                                                             "description": "d", "x-o": 1}},
+     "required": ["n"]},
+    {"type": ["object", "array", "null"], "properties": {"k": {"$ref": "#/$defs/My%20K",
+                                                               "nullable": True}},
+     "items": [{"type": "boolean"}], "additionalItems": False,
+     "$defs": {"My K": {"type": ["string", "null"], "maxLength": 3}}},
+    {"type": "object", "anyOf": [{"properties": {"a": {"const": "x"}}, "required": ["a"]},
+                                 {"properties": {"b": {"type": "number"}}}],
+     "discriminator": {"propertyName": "a"}},
 ]
 
 TOOLS = [{"type": "function", "function": {

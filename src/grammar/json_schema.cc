@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,14 +22,48 @@ constexpr int64_t kMaxInt = 9999999999999999;  // 16 nines
 constexpr int64_t kMaxItems = 4096;
 // Deepest nesting of a schema, values of const and enum included (a request body has at most 64).
 constexpr int kMaxSchemaDepth = 128;
+// Deepest chain of sub-schemas compiled inside one another, references followed (pydantic's
+// Optional[Model] is three: anyOf, $ref, the object; the compiler recurses per level).
+constexpr int kMaxVisitDepth = 256;
 // Sub-schemas compiled: allOf merges copy what they refer to, so a 2 KB schema can double the
 // work per level; this bounds the compile time (well under a second) of any schema.
 constexpr int kMaxVisits = 10000;
 
 const std::set<std::string>& Annotations() {
   static const std::set<std::string> k = {
-      "title",      "description", "default",   "examples", "$schema",     "$id",    "$comment",
-      "deprecated", "readOnly",    "writeOnly", "$defs",    "definitions", "$anchor"};
+      "title",           "description",      "default",      "examples",
+      "example",         "$schema",          "$id",          "$comment",
+      "deprecated",      "readOnly",         "writeOnly",    "$defs",
+      "definitions",     "$anchor",          "$vocabulary",  "discriminator",
+      "contentEncoding", "contentMediaType", "externalDocs", "xml"};
+  return k;
+}
+
+// Keywords that only describe (2020-12's annotations, OpenAPI's discriminator, example, xml and
+// externalDocs, and the "x-" extension keys of OpenAPI and tool schemas): ignored.
+bool IsAnnotation(const std::string& key) {
+  return Annotations().count(key) != 0 || key.rfind("x-", 0) == 0;
+}
+
+// true, {} or a schema of annotations only: every value.
+bool AcceptsAnything(const json& s) {
+  if (s.is_boolean()) return s.get<bool>();
+  if (!s.is_object()) return false;
+  return std::all_of(s.items().begin(), s.items().end(),
+                     [](const auto& kv) { return IsAnnotation(kv.key()); });
+}
+
+// The keywords of each type's validation (those of a type list are split per type). format is an
+// annotation except on strings (date, time, date-time, uuid).
+const std::map<std::string, std::set<std::string>>& KeywordsOfType() {
+  static const std::map<std::string, std::set<std::string>> k = {
+      {"object", {"properties", "required", "additionalProperties"}},
+      {"array", {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"}},
+      {"string", {"minLength", "maxLength", "format"}},
+      {"integer", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format"}},
+      {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format"}},
+      {"boolean", {"format"}},
+      {"null", {}}};
   return k;
 }
 
@@ -36,6 +71,7 @@ const std::set<std::string>& Annotations() {
 const char* kPrimitives = R"(ws ::= ( " " | "\n" [ \t]{0,20} )?
 json-char ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 json-string ::= "\"" json-char* "\""
+json-string-rest ::= json-char* "\""
 json-integral ::= "0" | [1-9] [0-9]{0,15}
 json-number ::= "-"? json-integral ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?
 json-boolean ::= "true" | "false"
@@ -193,9 +229,10 @@ std::string Pointer(const std::string& base, const std::string& key) {
 class Compiler {
  public:
   explicit Compiler(const json& root) : root_(root) {
-    for (const char* n : {"ws", "json-char", "json-string", "json-integral", "json-number",
-                          "json-boolean", "json-null", "json-value", "json-member", "json-object",
-                          "json-array", "json-hex", "json-date", "json-time", "root"}) {
+    for (const char* n :
+         {"ws", "json-char", "json-string", "json-integral", "json-number", "json-boolean",
+          "json-null", "json-value", "json-member", "json-object", "json-string-rest", "json-array",
+          "json-hex", "json-date", "json-time", "root"}) {
       used_.insert(n);
     }
   }
@@ -243,6 +280,23 @@ class Compiler {
     while (i < ref.size()) {
       const size_t j = ref.find('/', i + 1);
       std::string seg = ref.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
+      // A fragment is URI-encoded first ("#/$defs/My%20Model"), then a JSON pointer (~0, ~1).
+      std::string decoded;
+      for (size_t k = 0; k < seg.size(); ++k) {
+        int hex = -1;
+        if (seg[k] == '%' && k + 2 < seg.size()) {
+          unsigned v = 0;
+          const auto r = std::from_chars(seg.data() + k + 1, seg.data() + k + 3, v, 16);
+          if (r.ec == std::errc() && r.ptr == seg.data() + k + 3) hex = static_cast<int>(v);
+        }
+        if (hex >= 0) {
+          decoded.push_back(static_cast<char>(hex));
+          k += 2;
+        } else {
+          decoded.push_back(seg[k]);
+        }
+      }
+      seg = std::move(decoded);
       std::string key;
       for (size_t k = 0; k < seg.size(); ++k) {
         if (seg[k] == '~' && k + 1 < seg.size()) {
@@ -268,7 +322,7 @@ class Compiler {
 
   Status CheckKeys(const json& s, const std::set<std::string>& allowed, const std::string& ptr) {
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (allowed.count(it.key()) == 0 && Annotations().count(it.key()) == 0) {
+      if (allowed.count(it.key()) == 0 && !IsAnnotation(it.key())) {
         return Error(
             "keyword '" + it.key() + "' is not supported" +
                 (it.key() == "pattern" ? " (regular expressions are not compiled yet)" : ""),
@@ -354,9 +408,10 @@ class Compiler {
   }
 
   StatusOr<std::string> Integer(const json& s, const std::string& ptr) {
-    UNMASK_RETURN_IF_ERROR(CheckKeys(
-        s, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable"},
-        ptr));
+    UNMASK_RETURN_IF_ERROR(CheckKeys(s,
+                                     {"type", "minimum", "maximum", "exclusiveMinimum",
+                                      "exclusiveMaximum", "nullable", "format"},
+                                     ptr));  // format (int32, int64): an annotation
     std::optional<int64_t> lo, hi;
     for (const auto& [key, lower, excl] :
          {std::tuple{"minimum", true, false}, std::tuple{"exclusiveMinimum", true, true},
@@ -425,40 +480,53 @@ class Compiler {
   }
 
   StatusOr<std::string> Array(const json& s, const std::string& hint, const std::string& ptr) {
-    UNMASK_RETURN_IF_ERROR(CheckKeys(
-        s, {"type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "nullable"},
-        ptr));
+    UNMASK_RETURN_IF_ERROR(CheckKeys(s,
+                                     {"type", "items", "prefixItems", "additionalItems", "minItems",
+                                      "maxItems", "uniqueItems", "nullable"},
+                                     ptr));
+    // Draft 7 and earlier: an array of schemas in 'items' is 2020-12's prefixItems, and
+    // 'additionalItems' (default: any value) its 'items'.
+    const bool tuple = s.contains("items") && s.at("items").is_array();
+    if (tuple && s.contains("prefixItems")) {
+      return Error("'items' as an array (draft 7) and 'prefixItems' together", ptr);
+    }
+    if (!tuple && s.contains("additionalItems")) {
+      return Error("'additionalItems' without an array of 'items' (draft 7)", ptr);
+    }
+    const char* prefix_key = tuple ? "items" : "prefixItems";
+    const char* items_key = tuple ? "additionalItems" : "items";
     if (s.contains("uniqueItems") && s.at("uniqueItems") != false) {
       return Error("'uniqueItems': true is not supported (a grammar cannot exclude repeats)", ptr);
     }
     int64_t min = 0, max = -1;
     UNMASK_RETURN_IF_ERROR(Bounds(s, "minItems", "maxItems", "array sizes", ptr, &min, &max));
     std::vector<std::string> prefix;
-    if (s.contains("prefixItems")) {
-      if (!s.at("prefixItems").is_array()) return Error("'prefixItems' must be an array", ptr);
-      for (size_t i = 0; i < s.at("prefixItems").size(); ++i) {
+    if (s.contains(prefix_key)) {
+      const json& list = s.at(prefix_key);
+      if (!list.is_array()) return Error("'prefixItems' must be an array", ptr);
+      for (size_t i = 0; i < list.size(); ++i) {
         UNMASK_ASSIGN_OR_RETURN(std::string e,
-                                Visit(s.at("prefixItems").at(i), hint + "-" + std::to_string(i),
-                                      Pointer(ptr + "/prefixItems", std::to_string(i))));
+                                Visit(list.at(i), hint + "-" + std::to_string(i),
+                                      Pointer(ptr + "/" + prefix_key, std::to_string(i))));
         prefix.push_back(e);
       }
     }
     std::string item;
-    if (s.contains("items") && s.at("items") != false) {
-      UNMASK_ASSIGN_OR_RETURN(item, Visit(s.at("items"), hint + "-item", ptr + "/items"));
-    } else if (!s.contains("items") && prefix.empty()) {
+    if (s.contains(items_key) && s.at(items_key) != false) {
+      UNMASK_ASSIGN_OR_RETURN(item, Visit(s.at(items_key), hint + "-item", ptr + "/" + items_key));
+    } else if (!s.contains(items_key) && prefix.empty()) {
+      // Any items. After prefix items none are generated (valid: the schema allows more, and a
+      // tuple is what a client that lists them wants).
       item = "json-value";
     }
-    // Exactly the prefix items (all of them, or maxItems of them), then the extra items.
+    // The prefix items in order (the first minItems of them required, the array may stop after
+    // any later one), then, once all of them are written, the extra items.
     const int64_t np = max >= 0 ? std::min<int64_t>(max, static_cast<int64_t>(prefix.size()))
                                 : static_cast<int64_t>(prefix.size());
     if (item.empty() && np < min) {
       return Error("minItems exceeds the items the schema allows", ptr);
     }
-    std::string body;
-    for (int64_t i = 0; i < np; ++i) {
-      body += (i ? " \",\" ws " : "") + prefix[static_cast<size_t>(i)] + " ws";
-    }
+    std::string tail;  // what may follow the last prefix item
     if (!item.empty()) {
       const int64_t emin = std::max<int64_t>(0, min - np);
       const int64_t emax = max >= 0 ? max - np : -1;
@@ -466,18 +534,112 @@ class Compiler {
         const std::string one = item + " ws";
         const std::string more = "\",\" ws " + one;
         if (np > 0) {
-          body += " ( " + more + " ){" + std::to_string(emin) + "," +
-                  (emax >= 0 ? std::to_string(emax) : "") + "}";
+          tail = "( " + more + " ){" + std::to_string(emin) + "," +
+                 (emax >= 0 ? std::to_string(emax) : "") + "}";
         } else if (emin >= 1) {
-          body += one + " ( " + more + " ){" + std::to_string(emin - 1) + "," +
-                  (emax >= 0 ? std::to_string(emax - 1) : "") + "}";
+          tail = one + " ( " + more + " ){" + std::to_string(emin - 1) + "," +
+                 (emax >= 0 ? std::to_string(emax - 1) : "") + "}";
         } else {
-          body += "( " + one + " ( " + more + " ){0," +
-                  (emax >= 0 ? std::to_string(emax - 1) : "") + "} )?";
+          tail = "( " + one + " ( " + more + " ){0," + (emax >= 0 ? std::to_string(emax - 1) : "") +
+                 "} )?";
         }
       }
     }
+    // Built from the last prefix item back: item i, then the rest, optional from minItems on.
+    std::string body = tail;
+    for (int64_t i = np; i-- > 0;) {
+      const std::string one = (i ? "\",\" ws " : "") + prefix[static_cast<size_t>(i)] + " ws" +
+                              (body.empty() ? "" : " " + body);
+      // A rule per optional level: nested groups would reach the parser's depth bound.
+      body = i < min ? one : "( " + AddRule(hint + "-tail", one) + " )?";
+    }
     return AddRule(hint, "\"[\" ws " + body + " \"]\"");
+  }
+
+  // A JSON string (quotes included) that is none of `names` as they are written (nlohmann's
+  // dump(), the form Object() writes them in): the keys of additionalProperties, which must not
+  // repeat a declared property with the other schema. A trie over the names' characters (an
+  // escape sequence is one character); at each node the string may end unless a name ends
+  // there, go on along the trie, or take any other character and then anything. The same name
+  // spelled with other escapes ("\u0061" for "a") is not excluded, and a \u escape where a name
+  // has one is not offered (the trie would have to split the four hex digits).
+  std::string OtherKey(const std::vector<std::string>& names, const std::string& hint) {
+    struct Node {
+      bool ends = false;
+      std::map<std::string, size_t> next;  // character (UTF-8 or escape) -> node
+    };
+    std::vector<Node> trie(1);
+    for (const std::string& name : names) {
+      const std::string d = json(name).dump();
+      const std::string text = d.substr(1, d.size() - 2);
+      size_t node = 0;
+      for (size_t i = 0; i < text.size();) {
+        size_t len = 1;
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\\') {
+          len = i + 1 < text.size() && text[i + 1] == 'u' ? 6 : 2;
+        } else if (c >= 0xF0) {
+          len = 4;
+        } else if (c >= 0xE0) {
+          len = 3;
+        } else if (c >= 0xC0) {
+          len = 2;
+        }
+        len = std::min(len, text.size() - i);
+        const std::string unit = text.substr(i, len);
+        i += len;
+        auto it = trie[node].next.find(unit);
+        if (it == trie[node].next.end()) {
+          trie.emplace_back();
+          it = trie[node].next.emplace(unit, trie.size() - 1).first;
+        }
+        node = it->second;
+      }
+      trie[node].ends = true;
+    }
+    // Rules bottom-up: children are created after their parents, so the last node comes first.
+    std::vector<std::string> rule(trie.size());
+    for (size_t n = trie.size(); n-- > 0;) {
+      std::string body = trie[n].ends ? "" : "\"\\\"\"";  // the closing quote
+      std::string excluded;  // characters of the class of "any other character"
+      std::string escapes = "\"\\/bfnrtu";
+      for (const auto& [unit, child] : trie[n].next) {
+        body += (body.empty() ? "" : " | ") + GbnfLiteral(unit) + " " + rule[child];
+        if (unit[0] == '\\') {
+          escapes.erase(std::remove(escapes.begin(), escapes.end(), unit[1]), escapes.end());
+        } else {
+          // The character as a \U escape (any code point, no class syntax to escape).
+          uint32_t cp = static_cast<unsigned char>(unit[0]);
+          if (unit.size() > 1) {
+            cp &= 0xFFu >> (unit.size() + 1);
+            for (size_t k = 1; k < unit.size(); ++k) {
+              cp = (cp << 6) | (static_cast<unsigned char>(unit[k]) & 0x3Fu);
+            }
+          }
+          char buf[16];
+          std::snprintf(buf, sizeof buf, "\\U%08X", cp);
+          excluded += buf;
+        }
+      }
+      body += (body.empty() ? "" : " | ") + std::string("[^\"\\\\\\x00-\\x1F") + excluded +
+              "] json-string-rest";
+      std::string letters, u;
+      for (char e : escapes) {
+        if (e == 'u') {
+          u = "\"u\" json-hex{4}";
+        } else {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(e));
+          letters += buf;
+        }
+      }
+      if (!letters.empty() || !u.empty()) {
+        body += " | \"\\\\\" ( " + (letters.empty() ? "" : "[" + letters + "]") +
+                (letters.empty() || u.empty() ? "" : " | ") + u + " ) json-string-rest";
+      }
+      rule[n] = AddRule(hint + "-key", body);
+    }
+    return "( \"\\\"\" " + rule[0] + " )";
   }
 
   StatusOr<std::string> Object(const json& s, const std::string& hint, const std::string& ptr) {
@@ -519,7 +681,11 @@ class Compiler {
     auto kv = [](const std::pair<std::string, std::string>& p) {
       return p.first + " ws \":\" ws " + p.second + " ws";
     };
-    const std::string akv = extra.empty() ? "" : "json-string ws \":\" ws " + extra + " ws";
+    // Additional keys are not the declared ones (the value would escape its schema).
+    const std::string akv =
+        extra.empty() ? ""
+                      : (names.empty() ? std::string("json-string") : OtherKey(names, hint)) +
+                            " ws \":\" ws " + extra + " ws";
     const std::string akv_tail = extra.empty() ? "" : " ( \",\" ws " + akv + " )*";
     // Declaration order. B(i): the rest from property i once a property was written (each is
     // preceded by a comma); A(i): the rest from i before any was written (an optional property
@@ -545,16 +711,22 @@ class Compiler {
   }
 
   StatusOr<std::string> Visit(const json& s, const std::string& hint, const std::string& ptr) {
-    if (++depth_ > 64) return Error("schema nested deeper than 64 levels", ptr);
+    if (++depth_ > kMaxVisitDepth) {
+      --depth_;
+      return Error("the schema's sub-schemas and references nest deeper than " +
+                       std::to_string(kMaxVisitDepth) + " levels",
+                   ptr);
+    }
     if (++visits_ > kMaxVisits) {
       return Error("the schema expands to more than " + std::to_string(kMaxVisits) +
                        " sub-schemas (each allOf copies what it refers to)",
                    ptr);
     }
-    // Every schema but a reference or a choice writes a character ('{', '[', '"', a digit...)
-    // before any of its sub-schemas, so a reference inside it is not at the head of the value.
-    const bool at_head =
-        s.is_object() && (s.contains("$ref") || s.contains("anyOf") || s.contains("oneOf"));
+    // Every schema but a reference, a choice or an allOf (which may be one of its parts) writes a
+    // character ('{', '[', '"', a digit...) before any of its sub-schemas, so a reference inside
+    // it is not at the head of the value.
+    const bool at_head = s.is_object() && (s.contains("$ref") || s.contains("anyOf") ||
+                                           s.contains("oneOf") || s.contains("allOf"));
     if (!at_head) ++written_;
     auto r = VisitInner(s, hint, ptr);
     if (!at_head) --written_;
@@ -569,147 +741,209 @@ class Compiler {
     }
     if (!s.is_object()) return Error("a schema must be an object or a boolean", ptr);
     if (s.contains("$ref")) {
-      for (auto it = s.begin(); it != s.end(); ++it) {
-        if (it.key() != "$ref" && Annotations().count(it.key()) == 0) {
-          return Error("keywords beside '$ref' ('" + it.key() + "') are not supported", ptr);
-        }
+      // Beside other keywords (2020-12), a reference applies together with them: allOf.
+      const json rest = Siblings(s, "$ref");
+      if (!rest.empty()) {
+        json both = {{"allOf", json::array({json{{"$ref", s.at("$ref")}}, rest})}};
+        if (s.contains("nullable")) both["nullable"] = s.at("nullable");
+        return VisitInner(both, hint, ptr);
       }
-      if (!s.at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
-      const std::string ref = s.at("$ref");
-      auto found = refs_.find(ref);
-      if (found != refs_.end()) {
-        // Reached again while its own target is being compiled, with nothing written since it
-        // was entered: the rule would be left-recursive (x ::= x ...), which no grammar runs.
-        auto open = open_refs_.find(ref);
-        if (open != open_refs_.end() && open->second == written_) {
-          return Error("$ref '" + ref +
-                           "' refers back to itself before any character of the value (through "
-                           "$ref, anyOf or oneOf only); recursion is supported inside an object "
-                           "or an array",
-                       ptr);
-        }
-        return found->second;
-      }
-      UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(ref, ptr));
-      const std::string name = NewName(ref == "#" ? "root-ref" : ref.substr(ref.rfind('/') + 1));
-      refs_[ref] = name;
-      rules_[name] = "json-null";  // placeholder while the target is compiled (recursion)
-      open_refs_[ref] = written_;
-      auto body = Visit(*target, name, ref.substr(1));
-      open_refs_.erase(ref);
-      if (!body.ok()) return body.status();
-      rules_[name] = *std::move(body);
-      return name;
+      UNMASK_ASSIGN_OR_RETURN(std::string out, Reference(s, ptr));
+      return Nullable(s, out, ptr);
     }
     std::string out;
     if (s.contains("const") || s.contains("enum")) {
       UNMASK_ASSIGN_OR_RETURN(out, Choices(s, ptr));
     } else if (s.contains("anyOf") || s.contains("oneOf")) {
       const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
-      for (auto it = s.begin(); it != s.end(); ++it) {
-        if (it.key() != key && it.key() != "nullable" && Annotations().count(it.key()) == 0) {
-          return Error(
-              std::string("keywords beside '") + key + "' ('" + it.key() + "') are not supported",
-              ptr);
-        }
-      }
       if (!s.at(key).is_array() || s.at(key).empty()) {
         return Error(std::string("'") + key + "' must be a non-empty array", ptr);
       }
+      // Keywords beside the branches apply to each of them ({"type": "object", "anyOf": [...]}).
+      const json rest = Siblings(s, key);
       out = "( ";
       for (size_t i = 0; i < s.at(key).size(); ++i) {
-        UNMASK_ASSIGN_OR_RETURN(std::string e, Visit(s.at(key).at(i), hint,
-                                                     Pointer(ptr + "/" + key, std::to_string(i))));
+        const std::string at = Pointer(ptr + "/" + key, std::to_string(i));
+        std::string e;
+        if (rest.empty()) {
+          UNMASK_ASSIGN_OR_RETURN(e, Visit(s.at(key).at(i), hint, at));
+        } else {
+          const json both = {{"allOf", json::array({s.at(key).at(i), rest})}};
+          UNMASK_ASSIGN_OR_RETURN(e, Visit(both, hint, at));
+        }
         out += (i ? " | " : "") + e;
       }
       out += " )";
     } else if (s.contains("allOf")) {
-      UNMASK_ASSIGN_OR_RETURN(json merged, MergeAllOf(s, ptr));
-      return Visit(merged, hint, ptr);
+      UNMASK_ASSIGN_OR_RETURN(out, AllOf(s, hint, ptr));
     } else {
-      std::vector<std::string> types;
-      if (s.contains("type")) {
-        if (s.at("type").is_string()) {
-          types.push_back(s.at("type"));
-        } else if (s.at("type").is_array() && !s.at("type").empty()) {
-          for (const json& t : s.at("type")) {
-            if (!t.is_string()) return Error("'type' must be a name or a list of names", ptr);
-            types.push_back(t);
-          }
-        } else {
-          return Error("'type' must be a name or a list of names", ptr);
-        }
-      } else if (s.contains("properties") || s.contains("required") ||
-                 s.contains("additionalProperties")) {
-        types.push_back("object");
-      } else if (s.contains("items") || s.contains("prefixItems")) {
-        types.push_back("array");
-      } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
-        types.push_back("string");
-      } else {
-        UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"nullable"}, ptr));
-        types.push_back("any");
-      }
-      std::vector<std::string> alts;
-      for (const std::string& t : types) {
-        std::string e;
-        if (t == "object") {
-          UNMASK_ASSIGN_OR_RETURN(e, Object(s, hint, ptr));
-        } else if (t == "array") {
-          UNMASK_ASSIGN_OR_RETURN(e, Array(s, hint, ptr));
-        } else if (t == "string") {
-          UNMASK_ASSIGN_OR_RETURN(e, String(s, ptr));
-        } else if (t == "integer") {
-          UNMASK_ASSIGN_OR_RETURN(e, Integer(s, ptr));
-        } else if (t == "number") {
-          UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
-          e = "json-number";
-        } else if (t == "boolean") {
-          UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
-          e = "json-boolean";
-        } else if (t == "null") {
-          UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
-          e = "json-null";
-        } else if (t == "any") {
-          e = "json-value";
-        } else {
-          return Error("unknown type '" + t + "'", ptr);
-        }
-        alts.push_back(e);
-      }
-      out = alts.size() == 1 ? alts[0] : "( ";
-      if (alts.size() > 1) {
-        for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
-        out += " )";
-      }
+      UNMASK_ASSIGN_OR_RETURN(out, Typed(s, hint, ptr));
     }
-    if (s.contains("nullable")) {
-      if (!s.at("nullable").is_boolean()) return Error("'nullable' must be a boolean", ptr);
-      if (s.at("nullable").get<bool>()) out = "( " + out + " | json-null )";
-    }
-    return out;
+    return Nullable(s, out, ptr);
   }
 
-  StatusOr<json> MergeAllOf(const json& s, const std::string& ptr) {
+  // The keywords of `s` beside `key` that validate (not annotations, not nullable), as a schema.
+  static json Siblings(const json& s, const std::string& key) {
+    json rest = json::object();
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (it.key() != key && it.key() != "nullable" && !IsAnnotation(it.key())) {
+        rest[it.key()] = it.value();
+      }
+    }
+    return rest;
+  }
+
+  StatusOr<std::string> Nullable(const json& s, const std::string& out, const std::string& ptr) {
+    if (!s.contains("nullable")) return out;
+    if (!s.at("nullable").is_boolean()) return Error("'nullable' must be a boolean", ptr);
+    return s.at("nullable").get<bool>() ? "( " + out + " | json-null )" : out;
+  }
+
+  // A {"$ref": ...} (annotations beside it only).
+  StatusOr<std::string> Reference(const json& s, const std::string& ptr) {
+    if (!s.at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
+    const std::string ref = s.at("$ref");
+    auto found = refs_.find(ref);
+    if (found != refs_.end()) {
+      // Reached again while its own target is being compiled, with nothing written since it
+      // was entered: the rule would be left-recursive (x ::= x ...), which no grammar runs.
+      auto open = open_refs_.find(ref);
+      if (open != open_refs_.end() && open->second == written_) {
+        return Error("$ref '" + ref +
+                         "' refers back to itself before any character of the value (through "
+                         "$ref, anyOf, oneOf or allOf only); recursion is supported inside an "
+                         "object "
+                         "or an array",
+                     ptr);
+      }
+      return found->second;
+    }
+    UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(ref, ptr));
+    const std::string name = NewName(ref == "#" ? "root-ref" : ref.substr(ref.rfind('/') + 1));
+    refs_[ref] = name;
+    rules_[name] = "json-null";  // placeholder while the target is compiled (recursion)
+    open_refs_[ref] = written_;
+    auto body = Visit(*target, name, ref.substr(1));
+    open_refs_.erase(ref);
+    if (!body.ok()) return body.status();
+    rules_[name] = *std::move(body);
+    return name;
+  }
+
+  // allOf, with the keywords beside it as one more part: parts that accept anything
+  // (annotations only, as pydantic writes {"allOf": [{"$ref": ...}], "description": ...}) drop
+  // out; one part left is that part (a reference stays a reference: no copy, recursion works);
+  // more are merged into one object schema (MergeAllOf).
+  StatusOr<std::string> AllOf(const json& s, const std::string& hint, const std::string& ptr) {
     if (!s.at("allOf").is_array() || s.at("allOf").empty()) {
       return Error("'allOf' must be a non-empty array", ptr);
     }
+    const json rest = Siblings(s, "allOf");
+    std::vector<std::pair<const json*, std::string>> parts;  // schema, its pointer
+    for (size_t i = 0; i < s.at("allOf").size(); ++i) {
+      const json& p = s.at("allOf").at(i);
+      if (p.is_boolean() && !p.get<bool>()) return Error("the schema false admits no value", ptr);
+      if (!AcceptsAnything(p)) parts.emplace_back(&p, Pointer(ptr + "/allOf", std::to_string(i)));
+    }
+    if (!rest.empty()) parts.emplace_back(&rest, ptr);
+    if (parts.empty()) return std::string("json-value");
+    if (parts.size() == 1) return Visit(*parts[0].first, hint, parts[0].second);
+    UNMASK_ASSIGN_OR_RETURN(json merged, MergeAllOf(parts));
+    return Visit(merged, hint, ptr);
+  }
+
+  // A schema of types (named, or implied by its keywords). A list of several types is one
+  // alternative per type, each with the keywords of that type (KeywordsOfType).
+  StatusOr<std::string> Typed(const json& s, const std::string& hint, const std::string& ptr) {
+    std::vector<std::string> types;
+    if (s.contains("type")) {
+      if (s.at("type").is_string()) {
+        types.push_back(s.at("type"));
+      } else if (s.at("type").is_array() && !s.at("type").empty()) {
+        for (const json& t : s.at("type")) {
+          if (!t.is_string()) return Error("'type' must be a name or a list of names", ptr);
+          if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+        }
+      } else {
+        return Error("'type' must be a name or a list of names", ptr);
+      }
+    } else if (s.contains("properties") || s.contains("required") ||
+               s.contains("additionalProperties")) {
+      types.push_back("object");
+    } else if (s.contains("items") || s.contains("prefixItems")) {
+      types.push_back("array");
+    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
+      types.push_back("string");
+    } else {
+      UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"nullable"}, ptr));
+      return std::string("json-value");
+    }
+    for (const std::string& t : types) {
+      if (KeywordsOfType().count(t) == 0) return Error("unknown type '" + t + "'", ptr);
+    }
+    if (types.size() == 1) return OfType(s, types[0], hint, ptr);
+    // ["object", "null"] with properties: the properties are the object's. A keyword of none of
+    // the listed types is refused by name (unknown ones as unsupported).
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      const std::string& k = it.key();
+      if (k == "type" || k == "nullable" || IsAnnotation(k)) continue;
+      bool applies = false, known = false;
+      for (const auto& [t, keys] : KeywordsOfType()) {
+        if (keys.count(k) == 0) continue;
+        known = true;
+        applies |= std::find(types.begin(), types.end(), t) != types.end();
+      }
+      if (!known) UNMASK_RETURN_IF_ERROR(CheckKeys(json{{k, it.value()}}, {}, ptr));
+      if (!applies) {
+        std::string list;
+        for (const std::string& t : types) list += (list.empty() ? "" : ", ") + t;
+        return Error("keyword '" + k + "' applies to none of the types in 'type' (" + list + ")",
+                     ptr);
+      }
+    }
+    std::string out = "( ";
+    for (size_t i = 0; i < types.size(); ++i) {
+      json one = {{"type", types[i]}};
+      for (const std::string& k : KeywordsOfType().at(types[i])) {
+        if (s.contains(k)) one[k] = s.at(k);
+      }
+      UNMASK_ASSIGN_OR_RETURN(std::string e, OfType(one, types[i], hint, ptr));
+      out += (i ? " | " : "") + e;
+    }
+    return out + " )";
+  }
+
+  StatusOr<std::string> OfType(const json& s, const std::string& t, const std::string& hint,
+                               const std::string& ptr) {
+    if (t == "object") return Object(s, hint, ptr);
+    if (t == "array") return Array(s, hint, ptr);
+    if (t == "string") return String(s, ptr);
+    if (t == "integer") return Integer(s, ptr);
+    if (t == "number") {
+      UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable", "format"}, ptr));
+      return std::string("json-number");
+    }
+    if (t == "boolean") {
+      UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable", "format"}, ptr));
+      return std::string("json-boolean");
+    }
+    UNMASK_RETURN_IF_ERROR(CheckKeys(s, {"type", "nullable"}, ptr));
+    return std::string("json-null");
+  }
+
+  // Object schemas (references followed) merged into one: properties from every part (one
+  // declared in several parts takes the allOf of its schemas, or the one that is not mere
+  // annotations), required from every part.
+  StatusOr<json> MergeAllOf(const std::vector<std::pair<const json*, std::string>>& parts) {
     json merged = json::object();
     merged["type"] = "object";
     merged["properties"] = json::object();
     merged["required"] = json::array();
-    std::vector<const json*> parts;
-    for (const json& p : s.at("allOf")) parts.push_back(&p);
-    for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() != "allOf" && Annotations().count(it.key()) == 0) {
-        return Error("keywords beside 'allOf' ('" + it.key() + "') are not supported", ptr);
-      }
-    }
-    for (const json* p : parts) {
+    for (auto [p, at] : parts) {
       for (int hops = 0; p->is_object() && p->contains("$ref"); ++hops) {
-        if (!p->at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
-        if (hops == 64) return Error("'$ref' inside 'allOf' does not end (a cycle)", ptr);
-        UNMASK_ASSIGN_OR_RETURN(p, Resolve(p->at("$ref").get<std::string>(), ptr));
+        if (!p->at("$ref").is_string()) return Error("'$ref' must be a string", at);
+        if (hops == 64) return Error("'$ref' inside 'allOf' does not end (a cycle)", at);
+        UNMASK_ASSIGN_OR_RETURN(p, Resolve(p->at("$ref").get<std::string>(), at));
       }
       bool typed_object = true;
       if (p->is_object() && p->contains("type")) typed_object = p->at("type") == json("object");
@@ -719,22 +953,31 @@ class Compiler {
       if (!object_like) {
         return Error(p->is_object() && p->contains("allOf")
                          ? "'allOf' inside 'allOf' (or a cycle through one) is not supported"
-                         : "'allOf' is supported only over object schemas (merged into one)",
-                     ptr);
+                         : "'allOf' of several schemas is supported only over object schemas "
+                           "(merged into one)",
+                     at);
       }
       for (auto it = p->begin(); it != p->end(); ++it) {
         if (it.key() == "properties") {
-          if (!it->is_object()) return Error("'properties' must be an object", ptr);
-          for (auto q = it->begin(); q != it->end(); ++q) merged["properties"][q.key()] = q.value();
+          if (!it->is_object()) return Error("'properties' must be an object", at);
+          json& props = merged["properties"];
+          for (auto q = it->begin(); q != it->end(); ++q) {
+            if (!props.contains(q.key()) || AcceptsAnything(props[q.key()])) {
+              props[q.key()] = q.value();
+            } else if (!AcceptsAnything(q.value()) && props[q.key()] != q.value()) {
+              // Declared in two parts: the value satisfies both.
+              props[q.key()] = json{{"allOf", json::array({props[q.key()], q.value()})}};
+            }
+          }
         } else if (it.key() == "required") {
-          if (!it->is_array()) return Error("'required' must be an array of names", ptr);
+          if (!it->is_array()) return Error("'required' must be an array of names", at);
           for (const json& r : *it) merged["required"].push_back(r);
         } else if (it.key() == "additionalProperties") {
           if (*it != false) {
-            return Error("'additionalProperties' inside 'allOf' is not supported", ptr);
+            return Error("'additionalProperties' inside 'allOf' is not supported", at);
           }
-        } else if (it.key() != "type" && Annotations().count(it.key()) == 0) {
-          return Error("keyword '" + it.key() + "' inside 'allOf' is not supported", ptr);
+        } else if (it.key() != "type" && !IsAnnotation(it.key())) {
+          return Error("keyword '" + it.key() + "' inside 'allOf' is not supported", at);
         }
       }
     }
@@ -785,7 +1028,7 @@ StatusOr<CompiledSchema> CompileJsonSchema(const nlohmann::ordered_json& schema)
   // which is refused here in the schema's terms.
   auto parsed = ParseGbnf(gbnf);
   if (!parsed.ok()) {
-    const std::string& m = parsed.status().message();
+    const std::string m = parsed.status().message();  // a copy: status() returns by value
     if (m.find(kNeverEndsPhrase) != std::string::npos) {
       return InvalidArgumentError(
           "JSON schema: no finite value satisfies it (a required property or every item refers "

@@ -8,24 +8,33 @@
 // before the first word) and ends right after the root value (no trailing whitespace), so
 // generation stops there.
 //
-// Supported (draft 2020-12 names; draft-07 `definitions` too):
-//   type (a name or a list of names: object, array, string, number, integer, boolean, null),
-//   enum, const (beside `type`, which keeps the values of that type, and `nullable` only), anyOf,
-//   oneOf (generated as anyOf: a value matching several branches is not excluded), allOf (object
-//   schemas only, merged), $ref ("#", "#/$defs/...", "#/definitions/...", recursion included),
-//   nullable (OpenAPI); object: properties, required, additionalProperties (false when absent, as
-//   OpenAI's strict structured outputs require: declared properties only; true or a schema allows
-//   more keys), properties are written in declaration order (hence ordered_json), optional ones may
-//   be left out; array: items, prefixItems, minItems, maxItems (at most 4096); string: minLength,
-//   maxLength, format date, time, date-time and uuid (RFC 3339 / RFC 4122 shapes; other formats are
-//   annotations, as the specification makes them by default); integer: minimum, maximum,
-//   exclusiveMinimum, exclusiveMaximum (16 digits at most); annotations (title, description,
-//   default, examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored.
+// Supported (draft 2020-12 names; draft-07 `definitions`, array `items` and `additionalItems`
+// too):
+//   type (a name or a list of names: object, array, string, number, integer, boolean, null; a
+//   list is one alternative per type, each with that type's keywords), enum, const (beside
+//   `type`, which keeps the values of that type, and `nullable` only), anyOf, oneOf (generated
+//   as anyOf: a value matching several branches is not excluded), allOf (parts of annotations
+//   only drop out; one part left is that part, a $ref included; several are merged into one
+//   object schema, a property declared in two parts taking the allOf of both), keywords beside
+//   allOf / anyOf / $ref (applied with them: one more allOf part, per anyOf branch), $ref ("#",
+//   "#/$defs/...", "#/definitions/...", percent-encoded, recursion included), nullable
+//   (OpenAPI); object: properties, required, additionalProperties (false when absent, as OpenAI's
+//   strict structured outputs require: declared properties only; true or a schema allows keys
+//   other than the declared ones), properties are written in declaration order (hence
+//   ordered_json), optional ones may be left out; array: items, prefixItems (all of them are
+//   written, then `items`), minItems, maxItems (at most 4096); string: minLength, maxLength,
+//   format date, time, date-time and uuid (RFC 3339 / RFC 4122 shapes; other formats, and format
+//   on numbers and booleans, are annotations, as the specification makes them by default);
+//   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (16 digits at most);
+//   annotations (title, description, default, examples, example, $schema, $id, $comment,
+//   $anchor, deprecated, readOnly, writeOnly, discriminator, contentEncoding, contentMediaType,
+//   externalDocs, xml, x-*) are ignored.
 // Anything else (pattern, multipleOf, bounds on `number`, uniqueItems true, not, if/then/else,
-// patternProperties, min/maxProperties, remote $ref, ...) is refused by name. So are a reference
-// that reaches itself before any character of the value (`{"$ref": "#"}`: no grammar runs it),
-// a schema nested deeper than 128 levels (values of const and enum included) and one that
-// expands to more than 10,000 sub-schemas (allOf copies what it refers to): InvalidArgument.
+// patternProperties, min/maxProperties, remote $ref, $anchor references, ...) is refused by name.
+// So are a reference that reaches itself before any character of the value (`{"$ref": "#"}`: no
+// grammar runs it), a schema nested deeper than 128 levels (values of const and enum included),
+// sub-schemas and references nested 256 deep, and one that expands to more than 10,000
+// sub-schemas (merged allOf parts copy what they refer to): InvalidArgument.
 #ifndef UNMASK_GRAMMAR_JSON_SCHEMA_H_
 #define UNMASK_GRAMMAR_JSON_SCHEMA_H_
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/pages.h"
 #include "core/parallel.h"
 #include "ops/kernels_cpu.h"
 #include "ops/linear_impl.h"
@@ -150,6 +151,10 @@ StatusOr<LinearWeight> LinearWeight::Prepare(std::span<const TensorView> parts, 
           const size_t bytes = cpu::PackedSegmentBytes(p.dtype, seg.rows, k);
           auto packed = AllocateAligned(bytes);
           cpu::PackSegment(&seg, k, static_cast<uint8_t*>(packed.get()));
+          // The kernels read the packed copy only from now on (rows included: PanelF32), so the
+          // stored bytes' pages are handed back: a mapped file's leave the resident set instead
+          // of counting twice (the loader's RSS is then the packed copy, as many bytes again).
+          ReleasePages(seg.data, static_cast<size_t>(seg.rows) * seg.row_bytes);
           impl->owned_bytes += bytes;
           impl->owned.push_back(std::move(packed));
         }

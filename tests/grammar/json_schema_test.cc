@@ -246,6 +246,10 @@ TEST(JsonSchemaTest, MalformedAllOfPartsAndHugeIndexesAreErrors) {
             std::string::npos);
   EXPECT_NE(ErrorOf(json::parse(R"({"$defs":{"x":{"$ref":"#/$defs/x"}},
                                     "allOf":[{"$ref":"#/$defs/x"}]})"))
+                .find("refers back to itself before any character"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json::parse(R"({"$defs":{"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}},
+                                    "allOf":[{"$ref":"#/$defs/x"},{"type":"object"}]})"))
                 .find("does not end"),
             std::string::npos);
   EXPECT_NE(ErrorOf(json::parse(R"({"$defs":{"x":[true]},
@@ -268,10 +272,12 @@ TEST(JsonSchemaTest, DeepValuesAndExpandingSchemasAreRefusedQuickly) {
   ASSERT_FALSE(text.ok());
   EXPECT_NE(text.status().message().find("nests deeper than 128"), std::string::npos)
       << text.status().message();
-  // Each level's two properties are both an allOf over the level below.
+  // Each level's two properties are both an allOf of the level below and one more object part
+  // (two parts are merged, which copies the level below; one part alone is not copied).
   json defs = {{"a0", {{"properties", {{"leaf", {{"type", "integer"}}}}}}}};
   for (int k = 1; k <= 24; ++k) {
-    const json r = {{"allOf", json::array({{{"$ref", "#/$defs/a" + std::to_string(k - 1)}}})}};
+    const json r = {{"allOf", json::array({{{"$ref", "#/$defs/a" + std::to_string(k - 1)}},
+                                           {{"type", "object"}}})}};
     defs["a" + std::to_string(k)] = {{"properties", {{"x", r}, {"y", r}}}};
   }
   const json blow = {{"allOf", json::array({{{"$ref", "#/$defs/a24"}}})}, {"$defs", defs}};
