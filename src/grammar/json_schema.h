@@ -23,7 +23,8 @@
 //   other than the declared ones), properties are written in declaration order (hence
 //   ordered_json), optional ones may be left out; array: items, prefixItems (all of them are
 //   written, then `items`), minItems, maxItems (at most 4096); string: minLength, maxLength,
-//   format date, time, date-time and uuid (RFC 3339 / RFC 4122 shapes; other formats, and format
+//   format date, time, date-time and uuid (RFC 3339 / RFC 4122 shapes, dates that exist in the
+//   Gregorian calendar, leap years included; other formats, and format
 //   on numbers and booleans, are annotations, as the specification makes them by default);
 //   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (16 digits at most);
 //   annotations (title, description, default, examples, example, $schema, $id, $comment,

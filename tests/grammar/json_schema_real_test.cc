@@ -241,5 +241,23 @@ TEST(JsonSchemaRealTest, AnnotationsTuplesAndEncodedReferences) {
   EXPECT_TRUE(Compile(deep.dump()));
 }
 
+// format date is a date of the Gregorian calendar (2000-02-30 was generated: the shape only).
+TEST(JsonSchemaRealTest, DatesExist) {
+  auto g = Compile(R"({"type":"string","format":"date"})");
+  ASSERT_TRUE(g);
+  for (const char* ok : {"2024-02-29", "2000-02-29", "1600-02-29", "0000-02-29", "2023-02-28",
+                         "2023-01-31", "2023-04-30", "2023-12-31", "1999-11-30"}) {
+    EXPECT_TRUE(Check(g, std::string("\"") + ok + "\"").sentence) << ok;
+  }
+  for (const char* bad : {"2023-02-29", "1900-02-29", "2100-02-29", "2000-02-30", "2023-04-31",
+                          "2023-11-31", "2023-06-31", "2023-13-01", "2023-00-10", "2023-01-00"}) {
+    EXPECT_FALSE(Check(g, std::string("\"") + bad + "\"").sentence) << bad;
+  }
+  g = Compile(R"({"type":"string","format":"date-time"})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(Check(g, R"("2024-02-29T23:59:59Z")").sentence);
+  EXPECT_FALSE(Check(g, R"("2023-02-29T00:00:00Z")").sentence);
+}
+
 }  // namespace
 }  // namespace unmask::grammar
