@@ -21,11 +21,11 @@
 //   (OpenAPI); object: properties, required, additionalProperties (false when absent, as OpenAI's
 //   strict structured outputs require: declared properties only; true or a schema allows keys
 //   other than the declared ones), properties are written in declaration order (hence
-//   ordered_json), optional ones may be left out; array: items, prefixItems (all of them are
-//   written, then `items`), minItems, maxItems (at most 4096); string: minLength, maxLength,
-//   format date, time, date-time and uuid (RFC 3339 / RFC 4122 shapes, dates that exist in the
-//   Gregorian calendar, leap years included; other formats, and format
-//   on numbers and booleans, are annotations, as the specification makes them by default);
+//   ordered_json), optional ones may be left out; array: items, prefixItems (in order, those
+//   past minItems optional; `items` only after all of them), minItems, maxItems (at most 4096);
+//   string: minLength, maxLength, format date, time, date-time and uuid (RFC 3339 / RFC 4122
+//   shapes, and dates that exist in the Gregorian calendar; other formats, and format on numbers
+//   and booleans, are annotations, as the specification makes them by default);
 //   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (16 digits at most);
 //   annotations (title, description, default, examples, example, $schema, $id, $comment,
 //   $anchor, deprecated, readOnly, writeOnly, discriminator, contentEncoding, contentMediaType,
