@@ -43,7 +43,7 @@ class Parser {
 
  private:
   Status TooLarge() const {
-    return Error("the grammar is too large once its repetitions are spelled out (over " +
+    return Error(std::string(kTooLargePhrase) + " once its repetitions are spelled out (over " +
                  std::to_string(kMaxGrammarElements) + " elements)");
   }
   Status Error(const std::string& what) const {

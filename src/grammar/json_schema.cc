@@ -28,6 +28,18 @@ constexpr int kMaxVisitDepth = 256;
 // Sub-schemas compiled: allOf merges copy what they refer to, so a 2 KB schema can double the
 // work per level; this bounds the compile time (well under a second) of any schema.
 constexpr int kMaxVisits = 10000;
+// Rules of one compiled schema: the grammar's size (and the compile time) stays bounded whatever
+// the schema's size (8 MiB of request body could otherwise be millions of trie rules).
+constexpr size_t kMaxRules = 100000;
+// Properties of one object schema: the matcher follows every optional property that may come
+// next at once, and past a few thousand it refuses the text as too ambiguous.
+constexpr size_t kMaxProperties = 2048;
+// Bytes of the declared property names of an object that also takes additional properties: the
+// additional keys' grammar has a rule per character of them (OtherKey).
+constexpr size_t kMaxKeyChars = 20000;
+// JSON values copied while compiling (keywords beside allOf / anyOf / $ref and type lists are
+// applied to copies): bounds the compile time of a schema with large annotations.
+constexpr size_t kMaxCopied = 2000000;
 
 const std::set<std::string>& Annotations() {
   static const std::set<std::string> k = {
@@ -43,14 +55,6 @@ const std::set<std::string>& Annotations() {
 // externalDocs, and the "x-" extension keys of OpenAPI and tool schemas): ignored.
 bool IsAnnotation(const std::string& key) {
   return Annotations().count(key) != 0 || key.rfind("x-", 0) == 0;
-}
-
-// true, {} or a schema of annotations only: every value.
-bool AcceptsAnything(const json& s) {
-  if (s.is_boolean()) return s.get<bool>();
-  if (!s.is_object()) return false;
-  return std::all_of(s.items().begin(), s.items().end(),
-                     [](const auto& kv) { return IsAnnotation(kv.key()); });
 }
 
 // The keywords of each type's validation (those of a type list are split per type). format is an
@@ -210,6 +214,8 @@ std::string Sanitize(const std::string& hint) {
       out.push_back('-');
     }
   }
+  // Short: a rule's name grows with the path of properties, and NewName numbers collisions.
+  if (out.size() > 48) out.resize(48);
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "item" : out;
 }
@@ -246,6 +252,7 @@ class Compiler {
                    "");
     }
     UNMASK_ASSIGN_OR_RETURN(const std::string expr, Visit(root_, "root", ""));
+    if (too_many_rules_) return TooManyRules("");
     // An optional leading space: SentencePiece vocabularies write one before the first word.
     std::string out = "root ::= \" \"? " + expr + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
@@ -257,10 +264,18 @@ class Compiler {
     return InvalidArgumentError("JSON schema: " + what + " at " + (ptr.empty() ? "/" : ptr) + "");
   }
 
+  // A name not used yet: the hint's, or with the next free "-N" (each base remembers where its
+  // count stands, so n rules of one hint cost n look-ups, not n^2).
   std::string NewName(const std::string& hint) {
-    std::string base = Sanitize(hint);
+    const std::string base = Sanitize(hint);
     std::string name = base;
-    for (int n = 2; used_.count(name) != 0; ++n) name = base + "-" + std::to_string(n);
+    if (used_.count(name) != 0) {
+      int& n = next_suffix_[base];
+      if (n < 2) n = 2;
+      do {
+        name = base + "-" + std::to_string(n++);
+      } while (used_.count(name) != 0);
+    }
     used_.insert(name);
     return name;
   }
@@ -268,37 +283,46 @@ class Compiler {
   std::string AddRule(const std::string& hint, const std::string& body) {
     const std::string name = NewName(hint);
     rules_[name] = body;
+    if (rules_.size() > kMaxRules) too_many_rules_ = true;
     return name;
   }
 
-  StatusOr<const json*> Resolve(const std::string& ref, const std::string& ptr) {
+  Status TooManyRules(const std::string& ptr) const {
+    return Error("the schema compiles to more than " + std::to_string(kMaxRules) +
+                     " grammar rules (properties, items and additional-key characters)",
+                 ptr);
+  }
+
+  // The schema `ref` ("#", "#/$defs/x", percent-encoded, ~0 / ~1 escaped) refers to; *canonical
+  // (when given) gets its JSON pointer as Pointer() writes one, the same string for every
+  // spelling of one location.
+  StatusOr<const json*> Resolve(const std::string& ref, const std::string& ptr,
+                                std::string* canonical = nullptr) {
     if (ref.empty() || ref[0] != '#') {
       return Error("$ref '" + ref + "' is not local (only '#...' references are supported)", ptr);
     }
-    const json* node = &root_;
-    size_t i = 1;
-    if (i < ref.size() && ref[i] != '/')
-      return Error("$ref '" + ref + "' is not a JSON pointer", ptr);
-    while (i < ref.size()) {
-      const size_t j = ref.find('/', i + 1);
-      std::string seg = ref.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
-      // A fragment is URI-encoded first ("#/$defs/My%20Model"), then a JSON pointer (~0, ~1).
-      std::string decoded;
-      for (size_t k = 0; k < seg.size(); ++k) {
-        int hex = -1;
-        if (seg[k] == '%' && k + 2 < seg.size()) {
-          unsigned v = 0;
-          const auto r = std::from_chars(seg.data() + k + 1, seg.data() + k + 3, v, 16);
-          if (r.ec == std::errc() && r.ptr == seg.data() + k + 3) hex = static_cast<int>(v);
-        }
-        if (hex >= 0) {
-          decoded.push_back(static_cast<char>(hex));
-          k += 2;
-        } else {
-          decoded.push_back(seg[k]);
-        }
+    // A fragment is URI-encoded: decoded first ("%20", "%2F" is a '/'), then a JSON pointer.
+    std::string fragment;
+    for (size_t k = 1; k < ref.size(); ++k) {
+      unsigned v = 0;
+      if (ref[k] == '%' && k + 2 < ref.size() &&
+          std::from_chars(ref.data() + k + 1, ref.data() + k + 3, v, 16).ptr ==
+              ref.data() + k + 3) {
+        fragment.push_back(static_cast<char>(v));
+        k += 2;
+      } else {
+        fragment.push_back(ref[k]);
       }
-      seg = std::move(decoded);
+    }
+    if (!fragment.empty() && fragment[0] != '/') {
+      return Error("$ref '" + ref + "' is not a JSON pointer", ptr);
+    }
+    const json* node = &root_;
+    std::string at;
+    for (size_t i = 0; i < fragment.size();) {
+      const size_t j = fragment.find('/', i + 1);
+      const std::string seg =
+          fragment.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
       std::string key;
       for (size_t k = 0; k < seg.size(); ++k) {
         if (seg[k] == '~' && k + 1 < seg.size()) {
@@ -316,9 +340,11 @@ class Compiler {
       } else {
         return Error("$ref '" + ref + "' does not resolve", ptr);
       }
+      at = Pointer(at, key);
       if (j == std::string::npos) break;
       i = j;
     }
+    if (canonical != nullptr) *canonical = at;
     return node;
   }
 
@@ -461,21 +487,39 @@ class Compiler {
   StatusOr<std::string> String(const json& s, const std::string& ptr) {
     UNMASK_RETURN_IF_ERROR(
         CheckKeys(s, {"type", "minLength", "maxLength", "format", "nullable"}, ptr));
+    int64_t min = 0, max = -1;
+    UNMASK_RETURN_IF_ERROR(Bounds(s, "minLength", "maxLength", "string lengths", ptr, &min, &max));
     if (s.contains("format")) {
       if (!s.at("format").is_string()) return Error("'format' must be a string", ptr);
       const std::string f = s.at("format");
-      if (f == "date") return std::string("( \"\\\"\" json-date \"\\\"\" )");
-      if (f == "time") return std::string("( \"\\\"\" json-time \"\\\"\" )");
-      if (f == "date-time") return std::string("( \"\\\"\" json-date \"T\" json-time \"\\\"\" )");
-      if (f == "uuid") {
-        return std::string(
-            "( \"\\\"\" json-hex{8} \"-\" json-hex{4} \"-\" json-hex{4} \"-\" json-hex{4} \"-\" "
-            "json-hex{12} \"\\\"\" )");
+      // The formats generated, with their lengths in characters (time: 9 to 21).
+      struct Shape {
+        const char* name;
+        int64_t min, max;
+        const char* gbnf;
+      };
+      static const Shape kShapes[] = {
+          {"date", 10, 10, "( \"\\\"\" json-date \"\\\"\" )"},
+          {"time", 9, 21, "( \"\\\"\" json-time \"\\\"\" )"},
+          {"date-time", 20, 32, "( \"\\\"\" json-date \"T\" json-time \"\\\"\" )"},
+          {"uuid", 36, 36,
+           "( \"\\\"\" json-hex{8} \"-\" json-hex{4} \"-\" json-hex{4} \"-\" json-hex{4} \"-\" "
+           "json-hex{12} \"\\\"\" )"}};
+      for (const Shape& shape : kShapes) {
+        if (f != shape.name) continue;
+        // Length bounds beside a format: they must hold for every value of it (a grammar of
+        // both is not generated).
+        if (min > shape.min || (max >= 0 && max < shape.max)) {
+          return Error("minLength / maxLength beside format '" + f + "' (its values have " +
+                           std::to_string(shape.min) +
+                           (shape.min == shape.max ? "" : " to " + std::to_string(shape.max)) +
+                           " characters) are not supported",
+                       ptr);
+        }
+        return std::string(shape.gbnf);
       }
       // Other formats are annotations (JSON Schema 2020-12 §7.2): a plain string.
     }
-    int64_t min = 0, max = -1;
-    UNMASK_RETURN_IF_ERROR(Bounds(s, "minLength", "maxLength", "string lengths", ptr, &min, &max));
     if (min == 0 && max < 0) return std::string("json-string");
     std::string rep = "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
     return "( \"\\\"\" json-char" + rep + " \"\\\"\" )";
@@ -516,9 +560,10 @@ class Compiler {
     std::string item;
     if (s.contains(items_key) && s.at(items_key) != false) {
       UNMASK_ASSIGN_OR_RETURN(item, Visit(s.at(items_key), hint + "-item", ptr + "/" + items_key));
-    } else if (!s.contains(items_key) && prefix.empty()) {
-      // Any items. After prefix items none are generated (valid: the schema allows more, and a
-      // tuple is what a client that lists them wants).
+    } else if (!s.contains(items_key) &&
+               (prefix.empty() || min > static_cast<int64_t>(prefix.size()))) {
+      // Any items. After prefix items none are generated unless minItems asks for more (valid:
+      // the schema allows more, and a tuple is what a client that lists them wants).
       item = "json-value";
     }
     // The prefix items in order (the first minItems of them required, the array may stop after
@@ -565,11 +610,20 @@ class Compiler {
   // there, go on along the trie, or take any other character and then anything. The same name
   // spelled with other escapes ("\u0061" for "a") is not excluded, and a \u escape where a name
   // has one is not offered (the trie would have to split the four hex digits).
-  std::string OtherKey(const std::vector<std::string>& names, const std::string& hint) {
+  StatusOr<std::string> OtherKey(const std::vector<std::string>& names, const std::string& hint,
+                                 const std::string& ptr) {
     struct Node {
       bool ends = false;
       std::map<std::string, size_t> next;  // character (UTF-8 or escape) -> node
     };
+    size_t chars = 0;
+    for (const std::string& name : names) chars += name.size();
+    if (chars > kMaxKeyChars) {
+      return Error("additional properties beside declared ones whose names have more than " +
+                       std::to_string(kMaxKeyChars) +
+                       " bytes in all are not supported (each character is a grammar rule)",
+                   ptr);
+    }
     std::vector<Node> trie(1);
     for (const std::string& name : names) {
       const std::string d = json(name).dump();
@@ -644,50 +698,120 @@ class Compiler {
     return "( \"\\\"\" " + rule[0] + " )";
   }
 
+  // A part of an allOf, read in place rather than copied: the schema `s`, or only its $ref
+  // (ref_only), or its keywords but those in `without` (the keywords beside allOf, anyOf or
+  // $ref; `nullable` is then the caller's).
+  struct Part {
+    Part(const json* schema, std::string pointer, bool only_ref = false,
+         std::set<std::string> keys = {})
+        : s(schema), ptr(std::move(pointer)), ref_only(only_ref), without(std::move(keys)) {}
+
+    const json* s;
+    std::string ptr;
+    bool ref_only;
+    std::set<std::string> without;
+
+    bool Validates(const std::string& key) const {
+      if (ref_only) return key == "$ref";
+      if (!without.empty() && (without.count(key) != 0 || key == "nullable")) return false;
+      return !IsAnnotation(key);
+    }
+  };
+
+  // An object schema to compile: its properties in declaration order, each with the schemas its
+  // value must satisfy (one, or several when allOf parts declare it), the required names, and
+  // what additional keys may have (none, any value, or a schema).
+  struct ObjectSpec {
+    std::vector<std::string> names;
+    std::map<std::string, std::vector<Part>> schemas;
+    std::set<std::string> required;
+    bool additional_any = false;
+    const json* additional = nullptr;
+    std::string additional_ptr;
+  };
+
   StatusOr<std::string> Object(const json& s, const std::string& hint, const std::string& ptr) {
     UNMASK_RETURN_IF_ERROR(
         CheckKeys(s, {"type", "properties", "required", "additionalProperties", "nullable"}, ptr));
-    std::vector<std::pair<std::string, std::string>> props;  // key literal, value expression
-    std::vector<std::string> names;
+    ObjectSpec spec;
     if (s.contains("properties")) {
       if (!s.at("properties").is_object()) return Error("'properties' must be an object", ptr);
       for (auto it = s.at("properties").begin(); it != s.at("properties").end(); ++it) {
-        UNMASK_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), hint + "-" + it.key(),
-                                                     Pointer(ptr + "/properties", it.key())));
-        props.emplace_back(GbnfLiteral(json(it.key()).dump()), v);
-        names.push_back(it.key());
+        spec.names.push_back(it.key());
+        spec.schemas[it.key()].push_back(Part{&it.value(), Pointer(ptr + "/properties", it.key())});
       }
     }
-    std::set<std::string> required;
     if (s.contains("required")) {
       if (!s.at("required").is_array()) return Error("'required' must be an array of names", ptr);
       for (const json& r : s.at("required")) {
         if (!r.is_string()) return Error("'required' must be an array of names", ptr);
-        required.insert(r.get<std::string>());
+        spec.required.insert(r.get<std::string>());
       }
     }
-    std::string extra;  // the value expression of additional properties, or "" when refused
     if (s.contains("additionalProperties") && s.at("additionalProperties") != false) {
       if (s.at("additionalProperties") == true) {
-        extra = "json-value";
+        spec.additional_any = true;
       } else {
-        UNMASK_ASSIGN_OR_RETURN(extra, Visit(s.at("additionalProperties"), hint + "-extra",
-                                             ptr + "/additionalProperties"));
+        spec.additional = &s.at("additionalProperties");
+        spec.additional_ptr = ptr + "/additionalProperties";
       }
     }
-    for (const std::string& r : required) {
-      if (std::find(names.begin(), names.end(), r) == names.end()) {
+    return ObjectFrom(spec, hint, ptr);
+  }
+
+  StatusOr<std::string> ObjectFrom(const ObjectSpec& spec, const std::string& hint,
+                                   const std::string& ptr) {
+    // '{' comes first: a reference inside is not at the head of the value (Visit).
+    ++written_;
+    auto r = ObjectBody(spec, hint, ptr);
+    --written_;
+    return r;
+  }
+
+  StatusOr<std::string> ObjectBody(const ObjectSpec& spec, const std::string& hint,
+                                   const std::string& ptr) {
+    const std::vector<std::string>& names = spec.names;
+    if (names.size() > kMaxProperties) {
+      return Error("more than " + std::to_string(kMaxProperties) +
+                       " properties in one object are not supported",
+                   ptr);
+    }
+    for (const std::string& r : spec.required) {
+      if (spec.schemas.count(r) == 0) {
         return Error("required property '" + r + "' is not declared in 'properties'", ptr);
       }
     }
+    std::vector<std::pair<std::string, std::string>> props;  // key literal, value expression
+    for (const std::string& name : names) {
+      const std::vector<Part>& parts = spec.schemas.at(name);
+      std::string v;
+      if (parts.size() == 1) {
+        UNMASK_ASSIGN_OR_RETURN(v, Visit(*parts[0].s, hint + "-" + name, parts[0].ptr));
+      } else {
+        UNMASK_ASSIGN_OR_RETURN(
+            v, AllOfParts(parts, hint + "-" + name, Pointer(ptr + "/properties", name)));
+      }
+      props.emplace_back(GbnfLiteral(json(name).dump()), v);
+    }
+    std::string extra;  // the value expression of additional properties, or "" when refused
+    if (spec.additional_any) {
+      extra = "json-value";
+    } else if (spec.additional != nullptr) {
+      UNMASK_ASSIGN_OR_RETURN(extra, Visit(*spec.additional, hint + "-extra", spec.additional_ptr));
+    }
+    const std::set<std::string>& required = spec.required;
     auto kv = [](const std::pair<std::string, std::string>& p) {
       return p.first + " ws \":\" ws " + p.second + " ws";
     };
     // Additional keys are not the declared ones (the value would escape its schema).
-    const std::string akv =
-        extra.empty() ? ""
-                      : (names.empty() ? std::string("json-string") : OtherKey(names, hint)) +
-                            " ws \":\" ws " + extra + " ws";
+    std::string akv;
+    if (!extra.empty()) {
+      std::string key = "json-string";
+      if (!names.empty()) {
+        UNMASK_ASSIGN_OR_RETURN(key, OtherKey(names, hint, ptr));
+      }
+      akv = key + " ws \":\" ws " + extra + " ws";
+    }
     const std::string akv_tail = extra.empty() ? "" : " ( \",\" ws " + akv + " )*";
     // Declaration order. B(i): the rest from property i once a property was written (each is
     // preceded by a comma); A(i): the rest from i before any was written (an optional property
@@ -719,6 +843,7 @@ class Compiler {
                        std::to_string(kMaxVisitDepth) + " levels",
                    ptr);
     }
+    if (too_many_rules_) return TooManyRules(ptr);
     if (++visits_ > kMaxVisits) {
       return Error("the schema expands to more than " + std::to_string(kMaxVisits) +
                        " sub-schemas (each allOf copies what it refers to)",
@@ -742,19 +867,14 @@ class Compiler {
       return Error("the schema false admits no value", ptr);
     }
     if (!s.is_object()) return Error("a schema must be an object or a boolean", ptr);
-    if (s.contains("$ref")) {
-      // Beside other keywords (2020-12), a reference applies together with them: allOf.
-      const json rest = Siblings(s, "$ref");
-      if (!rest.empty()) {
-        json both = {{"allOf", json::array({json{{"$ref", s.at("$ref")}}, rest})}};
-        if (s.contains("nullable")) both["nullable"] = s.at("nullable");
-        return VisitInner(both, hint, ptr);
-      }
-      UNMASK_ASSIGN_OR_RETURN(std::string out, Reference(s, ptr));
-      return Nullable(s, out, ptr);
-    }
     std::string out;
-    if (s.contains("const") || s.contains("enum")) {
+    if (s.contains("$ref")) {
+      if (!HasValidating(Part{&s, ptr, false, {"$ref"}})) {
+        UNMASK_ASSIGN_OR_RETURN(out, Reference(s, ptr));
+      } else {
+        UNMASK_ASSIGN_OR_RETURN(out, ReferenceAnd(s, hint, ptr));
+      }
+    } else if (s.contains("const") || s.contains("enum")) {
       UNMASK_ASSIGN_OR_RETURN(out, Choices(s, ptr));
     } else if (s.contains("anyOf") || s.contains("oneOf")) {
       const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
@@ -762,96 +882,304 @@ class Compiler {
         return Error(std::string("'") + key + "' must be a non-empty array", ptr);
       }
       // Keywords beside the branches apply to each of them ({"type": "object", "anyOf": [...]}).
-      const json rest = Siblings(s, key);
+      const Part rest{&s, ptr, false, {key}};
+      const bool with_rest = HasValidating(rest);
+      std::string rest_alone;  // the rest, for branches that accept anything (compiled once)
       out = "( ";
       for (size_t i = 0; i < s.at(key).size(); ++i) {
         const std::string at = Pointer(ptr + "/" + key, std::to_string(i));
         std::string e;
-        if (rest.empty()) {
+        if (!with_rest) {
           UNMASK_ASSIGN_OR_RETURN(e, Visit(s.at(key).at(i), hint, at));
+        } else if (const json& b = s.at(key).at(i);
+                   b == true || (b.is_object() && !HasValidating(Part{&b, at}))) {
+          if (rest_alone.empty()) {
+            UNMASK_ASSIGN_OR_RETURN(rest_alone, AllOfParts({rest}, hint, ptr));
+          }
+          e = rest_alone;
         } else {
-          const json both = {{"allOf", json::array({s.at(key).at(i), rest})}};
-          UNMASK_ASSIGN_OR_RETURN(e, Visit(both, hint, at));
+          UNMASK_ASSIGN_OR_RETURN(e, AllOfParts({Part{&s.at(key).at(i), at}, rest}, hint, at));
         }
         out += (i ? " | " : "") + e;
       }
       out += " )";
     } else if (s.contains("allOf")) {
-      UNMASK_ASSIGN_OR_RETURN(out, AllOf(s, hint, ptr));
+      UNMASK_ASSIGN_OR_RETURN(out, AllOfParts({Part{&s, ptr, false, {"nullable"}}}, hint, ptr));
     } else {
       UNMASK_ASSIGN_OR_RETURN(out, Typed(s, hint, ptr));
     }
-    return Nullable(s, out, ptr);
-  }
-
-  // The keywords of `s` beside `key` that validate (not annotations, not nullable), as a schema.
-  static json Siblings(const json& s, const std::string& key) {
-    json rest = json::object();
-    for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() != key && it.key() != "nullable" && !IsAnnotation(it.key())) {
-        rest[it.key()] = it.value();
-      }
-    }
-    return rest;
-  }
-
-  StatusOr<std::string> Nullable(const json& s, const std::string& out, const std::string& ptr) {
     if (!s.contains("nullable")) return out;
     if (!s.at("nullable").is_boolean()) return Error("'nullable' must be a boolean", ptr);
     return s.at("nullable").get<bool>() ? "( " + out + " | json-null )" : out;
   }
 
-  // A {"$ref": ...} (annotations beside it only).
+  // A {"$ref": ...} (annotations beside it only): the target's rule, compiled once.
   StatusOr<std::string> Reference(const json& s, const std::string& ptr) {
     if (!s.at("$ref").is_string()) return Error("'$ref' must be a string", ptr);
     const std::string ref = s.at("$ref");
-    auto found = refs_.find(ref);
+    std::string at;
+    UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(ref, ptr, &at));
+    const std::string hint = ref == "#" ? "root-ref" : ref.substr(ref.rfind('/') + 1);
+    return Once("$ref '" + ref + "'", at, hint, ptr, [&]() { return Visit(*target, hint, at); });
+  }
+
+  // A $ref beside keywords that validate (2020-12: they apply together, an allOf of the target
+  // and the rest), compiled once per location so that a recursive one ({"$ref": "#", "type":
+  // "object"} inside a property) refers to its own rule.
+  StatusOr<std::string> ReferenceAnd(const json& s, const std::string& hint,
+                                     const std::string& ptr) {
+    return Once("the $ref at " + (ptr.empty() ? std::string("/") : ptr), "&" + ptr, hint, ptr,
+                [&]() {
+                  return AllOfParts({Part{&s, ptr, false, {"nullable"}}}, hint, ptr);
+                });
+  }
+
+  // The rule of `key` (a location), compiled by `compile` the first time and named then, so that
+  // a reference reached again while it is compiled (recursion) uses the name. Reached again with
+  // nothing written since it was entered, the rule would be left-recursive (x ::= x ...), which
+  // no grammar runs: an error naming `what`.
+  template <typename F>
+  StatusOr<std::string> Once(const std::string& what, const std::string& key,
+                             const std::string& hint, const std::string& ptr, F compile) {
+    auto found = refs_.find(key);
     if (found != refs_.end()) {
-      // Reached again while its own target is being compiled, with nothing written since it
-      // was entered: the rule would be left-recursive (x ::= x ...), which no grammar runs.
-      auto open = open_refs_.find(ref);
+      auto open = open_refs_.find(key);
       if (open != open_refs_.end() && open->second == written_) {
-        return Error("$ref '" + ref +
-                         "' refers back to itself before any character of the value (through "
+        return Error(what +
+                         " refers back to itself before any character of the value (through "
                          "$ref, anyOf, oneOf or allOf only); recursion is supported inside an "
-                         "object "
-                         "or an array",
+                         "object or an array",
                      ptr);
       }
       return found->second;
     }
-    UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(ref, ptr));
-    const std::string name = NewName(ref == "#" ? "root-ref" : ref.substr(ref.rfind('/') + 1));
-    refs_[ref] = name;
+    const std::string name = NewName(hint);
+    refs_[key] = name;
     rules_[name] = "json-null";  // placeholder while the target is compiled (recursion)
-    open_refs_[ref] = written_;
-    auto body = Visit(*target, name, ref.substr(1));
-    open_refs_.erase(ref);
+    open_refs_[key] = written_;
+    auto body = compile();
+    open_refs_.erase(key);
     if (!body.ok()) return body.status();
     rules_[name] = *std::move(body);
     return name;
   }
 
-  // allOf, with the keywords beside it as one more part: parts that accept anything
-  // (annotations only, as pydantic writes {"allOf": [{"$ref": ...}], "description": ...}) drop
-  // out; one part left is that part (a reference stays a reference: no copy, recursion works);
-  // more are merged into one object schema (MergeAllOf).
-  StatusOr<std::string> AllOf(const json& s, const std::string& hint, const std::string& ptr) {
-    if (!s.at("allOf").is_array() || s.at("allOf").empty()) {
-      return Error("'allOf' must be a non-empty array", ptr);
+  // Whether a part has a keyword that validates.
+  static bool HasValidating(const Part& p) {
+    if (!p.s->is_object()) return true;
+    for (auto it = p.s->begin(); it != p.s->end(); ++it) {
+      if (p.Validates(it.key())) return true;
     }
-    const json rest = Siblings(s, "allOf");
-    std::vector<std::pair<const json*, std::string>> parts;  // schema, its pointer
-    for (size_t i = 0; i < s.at("allOf").size(); ++i) {
-      const json& p = s.at("allOf").at(i);
-      if (p.is_boolean() && !p.get<bool>()) return Error("the schema false admits no value", ptr);
-      if (!AcceptsAnything(p)) parts.emplace_back(&p, Pointer(ptr + "/allOf", std::to_string(i)));
+    return false;
+  }
+
+  // Parts of an allOf, flattened: nested allOf expanded (its other keywords one more part), a
+  // $ref beside other keywords split into the reference and the rest, parts that accept
+  // anything dropped; with `resolve`, references replaced by their targets. Errors: a cycle or
+  // more than 1,000 parts, a false part, a part that is not a schema.
+  Status Flatten(const Part& p, bool resolve, std::vector<Part>* out, int* budget) {
+    if (--*budget < 0) {
+      return Error("'allOf' and '$ref' expand to more than 1000 parts (a cycle of references?)",
+                   p.ptr);
     }
-    if (!rest.empty()) parts.emplace_back(&rest, ptr);
-    if (parts.empty()) return std::string("json-value");
-    if (parts.size() == 1) return Visit(*parts[0].first, hint, parts[0].second);
-    UNMASK_ASSIGN_OR_RETURN(json merged, MergeAllOf(parts));
+    const json& s = *p.s;
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) return Error("the schema false admits no value", p.ptr);
+      return Status::Ok();
+    }
+    if (!s.is_object()) return Error("a schema must be an object or a boolean", p.ptr);
+    if (p.ref_only) {
+      if (!resolve) {
+        out->push_back(p);
+        return Status::Ok();
+      }
+      if (!s.at("$ref").is_string()) return Error("'$ref' must be a string", p.ptr);
+      std::string at;
+      UNMASK_ASSIGN_OR_RETURN(const json* target, Resolve(s.at("$ref"), p.ptr, &at));
+      return Flatten(Part{target, at}, resolve, out, budget);
+    }
+    if (p.Validates("allOf") && s.contains("allOf")) {
+      if (!s.at("allOf").is_array() || s.at("allOf").empty()) {
+        return Error("'allOf' must be a non-empty array", p.ptr);
+      }
+      for (size_t i = 0; i < s.at("allOf").size(); ++i) {
+        UNMASK_RETURN_IF_ERROR(
+            Flatten(Part{&s.at("allOf").at(i), Pointer(p.ptr + "/allOf", std::to_string(i))},
+                    resolve, out, budget));
+      }
+      Part rest = p;
+      rest.without.insert("allOf");
+      rest.without.insert("nullable");
+      return Flatten(rest, resolve, out, budget);
+    }
+    if (p.Validates("$ref") && s.contains("$ref")) {
+      UNMASK_RETURN_IF_ERROR(Flatten(Part{p.s, p.ptr, true, {}}, resolve, out, budget));
+      Part rest = p;
+      rest.without.insert("$ref");
+      rest.without.insert("nullable");
+      return Flatten(rest, resolve, out, budget);
+    }
+    if (HasValidating(p)) out->push_back(p);
+    return Status::Ok();
+  }
+
+  // allOf: the parts that validate, flattened (Flatten). One part left is that part (a reference
+  // stays a reference: compiled once, recursion works); several are merged (Merge).
+  StatusOr<std::string> AllOfParts(const std::vector<Part>& parts, const std::string& hint,
+                                   const std::string& ptr) {
+    std::vector<Part> flat;
+    int budget = 1000;
+    for (const Part& p : parts) UNMASK_RETURN_IF_ERROR(Flatten(p, false, &flat, &budget));
+    if (flat.empty()) return std::string("json-value");
+    if (flat.size() == 1) return VisitPart(flat[0], hint);
+    std::vector<Part> resolved;
+    for (const Part& p : flat) UNMASK_RETURN_IF_ERROR(Flatten(p, true, &resolved, &budget));
+    if (resolved.empty()) return std::string("json-value");
+    if (resolved.size() == 1) return VisitPart(resolved[0], hint);
+    return Merge(resolved, hint, ptr);
+  }
+
+  StatusOr<std::string> VisitPart(const Part& p, const std::string& hint) {
+    if (p.ref_only) return Reference(*p.s, p.ptr);
+    if (p.without.empty()) return Visit(*p.s, hint, p.ptr);
+    UNMASK_ASSIGN_OR_RETURN(const json copy, Materialize(p));
+    return Visit(copy, hint, p.ptr);
+  }
+
+  // A part's validating keywords as a schema of their own (copied: Copy).
+  StatusOr<json> Materialize(const Part& p) {
+    json out = json::object();
+    for (auto it = p.s->begin(); it != p.s->end(); ++it) {
+      if (!p.Validates(it.key())) continue;
+      UNMASK_ASSIGN_OR_RETURN(out[it.key()], Copy(it.value(), p.ptr));
+    }
+    return out;
+  }
+
+  // A copy of `v`, counted: copies of large schemas (annotations such as 100,000 examples
+  // included) would otherwise make one request's compile take minutes within kMaxVisits.
+  StatusOr<json> Copy(const json& v, const std::string& ptr) {
+    size_t nodes = 0;
+    std::vector<const json*> stack = {&v};
+    while (!stack.empty()) {
+      const json* node = stack.back();
+      stack.pop_back();
+      if (++nodes + copied_ > kMaxCopied) {
+        return Error("the schema expands to more than " + std::to_string(kMaxCopied) +
+                         " copied values (keywords beside anyOf, allOf or $ref, or type lists, "
+                         "over large sub-schemas)",
+                     ptr);
+      }
+      if (node->is_structured()) {
+        for (const json& child : *node) stack.push_back(&child);
+      }
+    }
+    copied_ += nodes;
+    return v;
+  }
+
+  // Several allOf parts (references resolved) as one schema: object schemas merge (Merge of
+  // properties, each the allOf of its schemas; required from every part; an explicit
+  // additionalProperties false keeps only that part's properties); schemas of one other type
+  // merge when their keywords do not conflict ({"type": "string"} and {"maxLength": 2}).
+  StatusOr<std::string> Merge(const std::vector<Part>& parts, const std::string& hint,
+                              const std::string& ptr) {
+    bool objects = true, plain = true;
+    for (const Part& p : parts) {
+      for (auto it = p.s->begin(); it != p.s->end(); ++it) {
+        const std::string& k = it.key();
+        if (!p.Validates(k)) continue;
+        if (k == "type") {
+          objects &= it.value() == json("object");
+          plain &= it.value() != json("object");
+        } else if (k == "properties" || k == "required" || k == "additionalProperties") {
+          plain = false;
+        } else {
+          objects = false;
+          plain &= k != "anyOf" && k != "oneOf" && k != "enum" && k != "const" && k != "nullable";
+        }
+      }
+    }
+    if (objects) return MergeObjects(parts, hint, ptr);
+    if (!plain) {
+      return Error(
+          "'allOf' of several schemas is supported over object schemas, or over schemas of one "
+          "type whose keywords do not conflict",
+          parts[0].ptr);
+    }
+    json merged = json::object();
+    for (const Part& p : parts) {
+      for (auto it = p.s->begin(); it != p.s->end(); ++it) {
+        if (!p.Validates(it.key())) continue;
+        if (merged.contains(it.key())) {
+          if (merged[it.key()] != it.value()) {
+            return Error(
+                "'allOf' parts give '" + it.key() + "' two values (merging them is not supported)",
+                p.ptr);
+          }
+          continue;
+        }
+        UNMASK_ASSIGN_OR_RETURN(merged[it.key()], Copy(it.value(), p.ptr));
+      }
+    }
     return Visit(merged, hint, ptr);
+  }
+
+  StatusOr<std::string> MergeObjects(const std::vector<Part>& parts, const std::string& hint,
+                                     const std::string& ptr) {
+    ObjectSpec spec;
+    std::optional<std::set<std::string>> allowed;  // explicit additionalProperties false
+    for (const Part& p : parts) {
+      std::set<std::string> own;
+      bool closed = false;
+      for (auto it = p.s->begin(); it != p.s->end(); ++it) {
+        if (!p.Validates(it.key())) continue;
+        if (it.key() == "properties") {
+          if (!it->is_object()) return Error("'properties' must be an object", p.ptr);
+          for (auto q = it->begin(); q != it->end(); ++q) {
+            if (spec.schemas.count(q.key()) == 0) spec.names.push_back(q.key());
+            spec.schemas[q.key()].push_back(
+                Part{&q.value(), Pointer(p.ptr + "/properties", q.key())});
+            own.insert(q.key());
+          }
+        } else if (it.key() == "required") {
+          if (!it->is_array()) return Error("'required' must be an array of names", p.ptr);
+          for (const json& r : *it) {
+            if (!r.is_string()) return Error("'required' must be an array of names", p.ptr);
+            spec.required.insert(r.get<std::string>());
+          }
+        } else if (it.key() == "additionalProperties") {
+          if (*it != false) {
+            return Error("'additionalProperties' other than false inside 'allOf' is not supported",
+                         p.ptr);
+          }
+          closed = true;
+        }
+      }
+      if (closed) {
+        if (!allowed) {
+          allowed = own;
+        } else {
+          std::erase_if(*allowed, [&](const std::string& k) { return own.count(k) == 0; });
+        }
+      }
+    }
+    if (allowed) {
+      // Another part's additionalProperties false: only the properties it declares may appear.
+      for (const std::string& r : spec.required) {
+        if (allowed->count(r) == 0) {
+          return Error("property '" + r +
+                           "' is required, but an allOf part with additionalProperties false "
+                           "does not declare it: no value satisfies the schema",
+                       ptr);
+        }
+      }
+      std::erase_if(spec.names, [&](const std::string& k) { return allowed->count(k) == 0; });
+      for (auto it = spec.schemas.begin(); it != spec.schemas.end();) {
+        it = allowed->count(it->first) ? std::next(it) : spec.schemas.erase(it);
+      }
+    }
+    return ObjectFrom(spec, hint, ptr);
   }
 
   // A schema of types (named, or implied by its keywords). A list of several types is one
@@ -907,7 +1235,9 @@ class Compiler {
     for (size_t i = 0; i < types.size(); ++i) {
       json one = {{"type", types[i]}};
       for (const std::string& k : KeywordsOfType().at(types[i])) {
-        if (s.contains(k)) one[k] = s.at(k);
+        if (s.contains(k)) {
+          UNMASK_ASSIGN_OR_RETURN(one[k], Copy(s.at(k), ptr));
+        }
       }
       UNMASK_ASSIGN_OR_RETURN(std::string e, OfType(one, types[i], hint, ptr));
       out += (i ? " | " : "") + e;
@@ -933,64 +1263,14 @@ class Compiler {
     return std::string("json-null");
   }
 
-  // Object schemas (references followed) merged into one: properties from every part (one
-  // declared in several parts takes the allOf of its schemas, or the one that is not mere
-  // annotations), required from every part.
-  StatusOr<json> MergeAllOf(const std::vector<std::pair<const json*, std::string>>& parts) {
-    json merged = json::object();
-    merged["type"] = "object";
-    merged["properties"] = json::object();
-    merged["required"] = json::array();
-    for (auto [p, at] : parts) {
-      for (int hops = 0; p->is_object() && p->contains("$ref"); ++hops) {
-        if (!p->at("$ref").is_string()) return Error("'$ref' must be a string", at);
-        if (hops == 64) return Error("'$ref' inside 'allOf' does not end (a cycle)", at);
-        UNMASK_ASSIGN_OR_RETURN(p, Resolve(p->at("$ref").get<std::string>(), at));
-      }
-      bool typed_object = true;
-      if (p->is_object() && p->contains("type")) typed_object = p->at("type") == json("object");
-      const bool object_like = p->is_object() && typed_object && !p->contains("anyOf") &&
-                               !p->contains("oneOf") && !p->contains("allOf") &&
-                               !p->contains("enum") && !p->contains("const");
-      if (!object_like) {
-        return Error(p->is_object() && p->contains("allOf")
-                         ? "'allOf' inside 'allOf' (or a cycle through one) is not supported"
-                         : "'allOf' of several schemas is supported only over object schemas "
-                           "(merged into one)",
-                     at);
-      }
-      for (auto it = p->begin(); it != p->end(); ++it) {
-        if (it.key() == "properties") {
-          if (!it->is_object()) return Error("'properties' must be an object", at);
-          json& props = merged["properties"];
-          for (auto q = it->begin(); q != it->end(); ++q) {
-            if (!props.contains(q.key()) || AcceptsAnything(props[q.key()])) {
-              props[q.key()] = q.value();
-            } else if (!AcceptsAnything(q.value()) && props[q.key()] != q.value()) {
-              // Declared in two parts: the value satisfies both.
-              props[q.key()] = json{{"allOf", json::array({props[q.key()], q.value()})}};
-            }
-          }
-        } else if (it.key() == "required") {
-          if (!it->is_array()) return Error("'required' must be an array of names", at);
-          for (const json& r : *it) merged["required"].push_back(r);
-        } else if (it.key() == "additionalProperties") {
-          if (*it != false) {
-            return Error("'additionalProperties' inside 'allOf' is not supported", at);
-          }
-        } else if (it.key() != "type" && !IsAnnotation(it.key())) {
-          return Error("keyword '" + it.key() + "' inside 'allOf' is not supported", at);
-        }
-      }
-    }
-    return merged;
-  }
-
   const json& root_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;
   std::map<std::string, int> open_refs_;  // refs being compiled -> written_ when entered
   std::set<std::string> used_;
+  std::map<std::string, int> next_suffix_;  // NewName: base -> the next "-N" to try
+  bool too_many_rules_ = false;             // more than kMaxRules (checked by Visit and Run)
+  size_t copied_ = 0;                       // JSON values copied so far (Copy, kMaxCopied)
   int depth_ = 0;
   int visits_ = 0;   // sub-schemas compiled so far (kMaxVisits)
   int written_ = 0;  // schemas entered on the current path that write a character first
@@ -1031,6 +1311,9 @@ StatusOr<CompiledSchema> CompileJsonSchema(const nlohmann::ordered_json& schema)
   auto parsed = ParseGbnf(gbnf);
   if (!parsed.ok()) {
     const std::string m = parsed.status().message();  // a copy: status() returns by value
+    if (m.find(kTooLargePhrase) != std::string::npos) {
+      return InvalidArgumentError("JSON schema: it compiles to a grammar too large (" + m + ")");
+    }
     if (m.find(kNeverEndsPhrase) != std::string::npos) {
       return InvalidArgumentError(
           "JSON schema: no finite value satisfies it (a required property or every item refers "

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "model/draft_file.h"
@@ -17,15 +18,26 @@ struct Named {
   std::string file;
 };
 
-// "MODEL_ID=FILE" when the part before the first '=' is a served model's id, else "FILE".
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+// "MODEL_ID=FILE" when the part before an '=' is a served model's id (the first such '=' whose
+// FILE exists, else the first such '=' unless the whole value is a file), else "FILE": a path or
+// an id with '=' in it still works.
 Named Split(const std::string& value, const std::vector<std::unique_ptr<ServedModel>>& models) {
-  const size_t eq = value.find('=');
-  if (eq != std::string::npos) {
+  std::optional<Named> first;
+  for (size_t eq = value.find('='); eq != std::string::npos; eq = value.find('=', eq + 1)) {
     const std::string id = value.substr(0, eq);
     for (const auto& m : models) {
-      if (m->id == id) return {id, value.substr(eq + 1)};
+      if (m->id != id) continue;
+      Named n{id, value.substr(eq + 1)};
+      if (IsFile(n.file)) return n;
+      if (!first) first = n;
     }
   }
+  if (first && !IsFile(value)) return *first;
   return {"", value};
 }
 

@@ -16,8 +16,9 @@ namespace unmask::server {
 // Loads the draft files of every AR model in `models` (diffusion models take none) into its
 // medusa_heads / eagle_head, and prints one line per file loaded.
 //
-// `named`: serve's --draft-heads values, each "FILE" or "MODEL_ID=FILE" (split at the first '='
-// when the part before it is a served model's id, so a path with '=' still works). A file's own
+// `named`: serve's --draft-heads values, each "FILE" or "MODEL_ID=FILE" (split at an '=' whose
+// left part is a served model's id, preferring one whose right part is a file, and not when the
+// whole value is a file: paths and ids with '=' in them still work). A file's own
 // architecture (medusa or eagle) says what it holds, and it replaces the file of that kind beside
 // the model. "FILE" alone is for the only AR model served.
 //

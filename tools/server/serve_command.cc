@@ -138,11 +138,16 @@ int ServeCommand::Run() {
     // A missing file is said before the models load (minutes for a large one); which model a
     // file is for is settled once their ids and kinds are known (server/draft_files.h).
     std::error_code ec;
-    const size_t eq = value.find('=');
-    if (!std::filesystem::is_regular_file(value, ec) &&
-        (eq == std::string::npos || !std::filesystem::is_regular_file(value.substr(eq + 1), ec))) {
-      PrintError("unmask serve",
-                 "--draft-heads " + value + ": no such file (give FILE or MODEL_ID=FILE)");
+    bool found = std::filesystem::is_regular_file(value, ec);
+    for (size_t eq = value.find('='); !found && eq != std::string::npos;
+         eq = value.find('=', eq + 1)) {
+      found = std::filesystem::is_regular_file(value.substr(eq + 1), ec);
+    }
+    if (!found) {
+      const bool exists = std::filesystem::exists(value, ec);
+      PrintError("unmask serve", "--draft-heads " + value +
+                                     (exists ? ": not a regular file" : ": no such file") +
+                                     " (give FILE or MODEL_ID=FILE)");
       return 2;
     }
   }
