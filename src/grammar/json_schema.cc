@@ -37,6 +37,8 @@ constexpr size_t kMaxProperties = 2048;
 // Bytes of the declared property names of an object that also takes additional properties: the
 // additional keys' grammar has a rule per character of them (OtherKey).
 constexpr size_t kMaxKeyChars = 20000;
+// Bytes of the values of one enum (written as a trie: Alternatives).
+constexpr size_t kMaxChoiceBytes = 1 << 20;
 // JSON values copied while compiling (keywords beside allOf / anyOf / $ref and type lists are
 // applied to copies): bounds the compile time of a schema with large annotations.
 constexpr size_t kMaxCopied = 2000000;
@@ -360,8 +362,6 @@ class Compiler {
     return Status::Ok();
   }
 
-  StatusOr<std::string> Literal(const json& v) { return GbnfLiteral(v.dump()); }
-
   // const / enum: the listed values, those of the schema's `type` when it has one (a value of
   // another type cannot validate). Other keywords beside them are refused by name: a value is
   // written as listed, so nothing else (pattern, minLength, anyOf...) would be enforced.
@@ -404,12 +404,71 @@ class Compiler {
         return Error(std::string("no value of '") + key + "' has the schema's 'type'", ptr);
       }
     }
-    std::string out = "( ";
-    for (size_t i = 0; i < values.size(); ++i) {
-      UNMASK_ASSIGN_OR_RETURN(std::string lit, Literal(*values[i]));
-      out += (i ? " | " : "") + lit;
+    std::vector<std::string> texts;
+    for (const json* v : values) texts.push_back(v->dump());
+    return Alternatives(texts, ptr);
+  }
+
+  // One of `texts`, literally, as a trie of their characters (UTF-8 code points): listed as
+  // plain alternatives, thousands of values that share a first character ('"' for strings) would
+  // be thousands of parse stacks at once, more than the matcher follows (Matcher::kMaxStacks).
+  // A chain without branches is one literal; a node with several continuations is a rule.
+  StatusOr<std::string> Alternatives(const std::vector<std::string>& texts,
+                                     const std::string& ptr) {
+    struct Node {
+      bool ends = false;
+      std::map<std::string, size_t> next;  // code point (its UTF-8 bytes) -> node
+    };
+    size_t bytes = 0;
+    for (const std::string& t : texts) bytes += t.size();
+    if (bytes > kMaxChoiceBytes) {
+      return Error("'enum' / 'const' values of more than " + std::to_string(kMaxChoiceBytes) +
+                       " bytes in all are not supported",
+                   ptr);
     }
-    return out + " )";
+    std::vector<Node> trie(1);
+    for (const std::string& t : texts) {
+      size_t node = 0;
+      for (size_t i = 0; i < t.size();) {
+        const auto c = static_cast<unsigned char>(t[i]);
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        len = std::min(len, t.size() - i);
+        const std::string unit = t.substr(i, len);
+        i += len;
+        auto it = trie[node].next.find(unit);
+        if (it == trie[node].next.end()) {
+          trie.emplace_back();
+          it = trie[node].next.emplace(unit, trie.size() - 1).first;
+        }
+        node = it->second;
+      }
+      trie[node].ends = true;
+    }
+    // Children come after their parents: from the last node back, each node's expression.
+    std::vector<std::string> expr(trie.size());
+    for (size_t n = trie.size(); n-- > 0;) {
+      std::vector<std::string> alts;
+      for (const auto& [unit, child] : trie[n].next) {
+        // A child that only continues one way is folded into one literal with it.
+        std::string text = unit;
+        size_t c = child;
+        while (!trie[c].ends && trie[c].next.size() == 1) {
+          text += trie[c].next.begin()->first;
+          c = trie[c].next.begin()->second;
+        }
+        alts.push_back(GbnfLiteral(text) + (expr[c].empty() ? "" : " " + expr[c]));
+      }
+      if (alts.empty()) continue;  // a leaf: nothing follows
+      std::string body;
+      for (size_t i = 0; i < alts.size(); ++i) body += (i ? " | " : "") + alts[i];
+      if (n != 0 && !trie[n].ends && alts.size() == 1) {
+        expr[n] = body;
+      } else {
+        const std::string rule = AddRule("choice", body);
+        expr[n] = trie[n].ends ? "( " + rule + " )?" : rule;
+      }
+    }
+    return "( " + expr[0] + " )";
   }
 
   StatusOr<std::optional<int64_t>> Bound(const json& s, const char* key, bool lower, bool exclusive,
