@@ -38,8 +38,8 @@
 // 100,000 rules or 2,000,000 copied values, an object of more than 2,048 properties, declared
 // names of more than 20,000 bytes beside additionalProperties, enum / const values of more than
 // 1 MiB in all (written as a trie of their characters, so that thousands of values stay one parse
-// stack), length bounds beside a format its
-// values do not meet, and allOf parts that cannot be merged (InvalidArgument). Every limit bounds
+// stack), length bounds beside a format its values do not meet, and allOf parts that cannot be
+// merged (InvalidArgument). Every limit bounds
 // the compile time of a schema from a request (well under a second).
 #ifndef UNMASK_GRAMMAR_JSON_SCHEMA_H_
 #define UNMASK_GRAMMAR_JSON_SCHEMA_H_
