@@ -247,6 +247,14 @@ class Compiler {
     }
   }
 
+  // guided_choice: one of `choices`, literally (the same trie as enum values).
+  StatusOr<std::string> RunChoices(const std::vector<std::string>& choices) {
+    UNMASK_ASSIGN_OR_RETURN(const std::string expr, Alternatives(choices, ""));
+    std::string out = "root ::= " + expr + "\n";
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    return out;
+  }
+
   StatusOr<std::string> Run() {
     if (NestingDepth(root_) > kMaxSchemaDepth) {
       return Error("the schema nests deeper than " + std::to_string(kMaxSchemaDepth) +
@@ -468,7 +476,9 @@ class Compiler {
         expr[n] = trie[n].ends ? "( " + rule + " )?" : rule;
       }
     }
-    return "( " + expr[0] + " )";
+    const std::string root = expr.empty() ? std::string() : expr[0];
+    if (root.empty()) return std::string("\"\"");  // the empty text only
+    return "( " + root + " )";
   }
 
   StatusOr<std::optional<int64_t>> Bound(const json& s, const char* key, bool lower, bool exclusive,
@@ -1404,9 +1414,15 @@ std::string JsonObjectGbnf() { return std::string("root ::= \" \"? json-object\n
 
 StatusOr<std::string> ChoiceGbnf(const std::vector<std::string>& choices) {
   if (choices.empty()) return InvalidArgumentError("guided_choice must list at least one choice");
-  std::string out = "root ::= ";
-  for (size_t i = 0; i < choices.size(); ++i) out += (i ? " | " : "") + GbnfLiteral(choices[i]);
-  return out + "\n";
+  size_t bytes = 0;
+  for (const std::string& c : choices) bytes += c.size();
+  if (bytes > kMaxChoiceBytes) {
+    return InvalidArgumentError("guided_choice: choices of more than " +
+                                std::to_string(kMaxChoiceBytes) +
+                                " bytes in all are not supported");
+  }
+  const json none;
+  return Compiler(none).RunChoices(choices);
 }
 
 }  // namespace unmask::grammar

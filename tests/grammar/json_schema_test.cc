@@ -420,6 +420,19 @@ TEST(JsonSchemaTest, JsonObjectModeAndChoices) {
   EXPECT_TRUE(Check(cg, "a \"quoted\" one").sentence);
   EXPECT_FALSE(Check(cg, "maybe").prefix);
   EXPECT_FALSE(ChoiceGbnf({}).ok());
+  // The empty choice, alone or beside others (the choices are a trie).
+  for (const std::vector<std::string>& choices :
+       {std::vector<std::string>{""}, std::vector<std::string>{"", "ab", "a"}}) {
+    auto text = ChoiceGbnf(choices);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto parsed = ParseGbnf(*text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message() << "\n" << *text;
+    auto choice_grammar = std::make_shared<const Grammar>(std::move(parsed).value());
+    for (const std::string& text_of : choices) {
+      EXPECT_TRUE(Check(choice_grammar, text_of).sentence) << text_of;
+    }
+    EXPECT_FALSE(Check(choice_grammar, "b").prefix);
+  }
 }
 
 }  // namespace
