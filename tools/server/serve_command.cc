@@ -91,7 +91,8 @@ void ServeCommand::AddTo(CLI::App& app) {
                  "says which) for an AR model, instead of MODEL.medusa.gguf / MODEL.eagle.gguf "
                  "beside it; MODEL_ID= (the model's id, see --alias) is needed when several AR "
                  "models are served; repeat for more files")
-      ->type_name("[ID=]FILE");
+      ->type_name("[ID=]FILE")
+      ->default_str("");  // no "=[]" after a type name that has an '=' of its own
   // Diffusion defaults (a request's fields override them; the flags of unmask generate).
   diffusion.AddTo(app, /*request_flags=*/false);
 }
