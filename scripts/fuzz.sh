@@ -25,11 +25,11 @@ declare -A max_len=([gguf_fuzz]=600000 [safetensors_fuzz]=450000 [hf_tokenizer_f
 declare -A dict=([openai_request_fuzz]=json [hf_config_fuzz]=json [hf_tokenizer_fuzz]=json [hub_fuzz]=json
                  [chat_template_fuzz]=jinja [grammar_fuzz]=gbnf)
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 [ $# -ge 1 ] || usage
 case "$1" in
   --list) printf '%s\n' "${targets[@]}"; exit 0 ;;
-  -h|--help) usage ;;
+  -h|--help) usage 0 ;;
 esac
 
 if [ "${UNMASK_FUZZ_NO_BUILD:-0}" = 1 ]; then

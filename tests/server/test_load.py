@@ -15,7 +15,7 @@ server's resident memory stays below its start + --rss-bound-mib during the run,
 than --rss-growth-mib from the first short burst to the second. Prints a summary (requests by kind
 and status, p50/p99 latency) and exits 1 on failure.
 
-  .venv/bin/python tests/server/test_load.py --unmask build/release/unmask [--clients 16] [--duration-s 20]
+  .venv/bin/python tests/server/test_load.py --unmask build/release/bin/unmask [--clients 16] [--duration-s 20]
 """
 import argparse
 import http.client
