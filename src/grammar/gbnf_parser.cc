@@ -42,9 +42,13 @@ class Parser {
   }
 
  private:
+  // ResourceExhausted: over a budget, not malformed (the JSON schema compiler reports it in the
+  // schema's terms).
   Status TooLarge() const {
-    return Error(std::string(kTooLargePhrase) + " once its repetitions are spelled out (over " +
-                 std::to_string(kMaxGrammarElements) + " elements)");
+    return ResourceExhaustedError(
+        Error("the grammar is too large once its repetitions are spelled out (over " +
+              std::to_string(kMaxGrammarElements) + " elements)")
+            .message());
   }
   Status Error(const std::string& what) const {
     int line = 1, col = 1;

@@ -27,15 +27,12 @@ inline constexpr int kMaxRepetition = 4096;
 inline constexpr size_t kMaxGrammarElements = size_t{1} << 20;
 // Deepest nesting of parenthesized groups (the parser recurses per group).
 inline constexpr int kMaxGroupDepth = 256;
-// The words of the error for a grammar over kMaxGrammarElements ("the grammar is too large once
-// its repetitions are spelled out ..."): the JSON schema compiler reports it in its terms.
-inline constexpr std::string_view kTooLargePhrase = "the grammar is too large";
 
 // Errors: InvalidArgument with the line and column ("grammar: line 3, column 7: expected '::='"),
-// for syntax errors, invalid escapes or UTF-8, a repetition over kMaxRepetition or m > n, a
-// grammar over kMaxGrammarElements once expanded, groups nested deeper than kMaxGroupDepth, and the
-// GrammarBuilder::Build errors (undefined rule, no root, left recursion). Cost: linear in the
-// expanded size.
+// for syntax errors, invalid escapes or UTF-8, a repetition over kMaxRepetition or m > n, groups
+// nested deeper than kMaxGroupDepth, and the GrammarBuilder::Build errors (undefined rule, no
+// root, a rule that can never end, left recursion); ResourceExhausted, with the same location,
+// for a grammar over kMaxGrammarElements once expanded. Cost: linear in the expanded size.
 StatusOr<Grammar> ParseGbnf(std::string_view text);
 
 }  // namespace unmask::grammar

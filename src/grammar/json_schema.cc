@@ -252,10 +252,6 @@ class Compiler {
   // A chain without branches is one literal; a node with several continuations is a rule.
   StatusOr<std::string> Alternatives(const std::vector<std::string>& texts,
                                      const std::string& ptr) {
-    struct Node {
-      bool ends = false;
-      std::map<std::string, size_t> next;  // code point (its UTF-8 bytes) -> node
-    };
     size_t bytes = 0;
     for (const std::string& t : texts) bytes += t.size();
     if (bytes > kMaxChoiceBytes) {
@@ -263,24 +259,9 @@ class Compiler {
                        " bytes in all are not supported",
                    ptr);
     }
-    std::vector<Node> trie(1);
-    for (const std::string& t : texts) {
-      size_t node = 0;
-      for (size_t i = 0; i < t.size();) {
-        const auto c = static_cast<unsigned char>(t[i]);
-        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        len = std::min(len, t.size() - i);
-        const std::string unit = t.substr(i, len);
-        i += len;
-        auto it = trie[node].next.find(unit);
-        if (it == trie[node].next.end()) {
-          trie.emplace_back();
-          it = trie[node].next.emplace(unit, trie.size() - 1).first;
-        }
-        node = it->second;
-      }
-      trie[node].ends = true;
-    }
+    CharTrie chars;
+    for (const std::string& t : texts) chars.Add(t, /*json_escapes=*/false);
+    const std::vector<CharTrie::Node>& trie = chars.nodes;
     // Children come after their parents: from the last node back, each node's expression.
     std::vector<std::string> expr(trie.size());
     for (size_t n = trie.size(); n-- > 0;) {
@@ -510,10 +491,6 @@ class Compiler {
   // has one is not offered (the trie would have to split the four hex digits).
   StatusOr<std::string> OtherKey(const std::vector<std::string>& names, const std::string& hint,
                                  const std::string& ptr) {
-    struct Node {
-      bool ends = false;
-      std::map<std::string, size_t> next;  // character (UTF-8 or escape) -> node
-    };
     size_t chars = 0;
     for (const std::string& name : names) chars += name.size();
     if (chars > kMaxKeyChars) {
@@ -522,35 +499,12 @@ class Compiler {
                        " bytes in all are not supported (each character is a grammar rule)",
                    ptr);
     }
-    std::vector<Node> trie(1);
+    CharTrie keys;
     for (const std::string& name : names) {
       const std::string d = json(name).dump();
-      const std::string text = d.substr(1, d.size() - 2);
-      size_t node = 0;
-      for (size_t i = 0; i < text.size();) {
-        size_t len = 1;
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c == '\\') {
-          len = i + 1 < text.size() && text[i + 1] == 'u' ? 6 : 2;
-        } else if (c >= 0xF0) {
-          len = 4;
-        } else if (c >= 0xE0) {
-          len = 3;
-        } else if (c >= 0xC0) {
-          len = 2;
-        }
-        len = std::min(len, text.size() - i);
-        const std::string unit = text.substr(i, len);
-        i += len;
-        auto it = trie[node].next.find(unit);
-        if (it == trie[node].next.end()) {
-          trie.emplace_back();
-          it = trie[node].next.emplace(unit, trie.size() - 1).first;
-        }
-        node = it->second;
-      }
-      trie[node].ends = true;
+      keys.Add(d.substr(1, d.size() - 2), /*json_escapes=*/true);  // as written, no quotes
     }
+    const std::vector<CharTrie::Node>& trie = keys.nodes;
     // Rules bottom-up: children are created after their parents, so the last node comes first.
     std::vector<std::string> rule(trie.size());
     for (size_t n = trie.size(); n-- > 0;) {
@@ -1209,7 +1163,7 @@ StatusOr<CompiledSchema> CompileJsonSchema(const nlohmann::ordered_json& schema)
   auto parsed = ParseGbnf(gbnf);
   if (!parsed.ok()) {
     const std::string m = parsed.status().message();  // a copy: status() returns by value
-    if (m.find(kTooLargePhrase) != std::string::npos) {
+    if (parsed.status().code() == StatusCode::kResourceExhausted) {
       return InvalidArgumentError("JSON schema: it compiles to a grammar too large (" + m + ")");
     }
     if (m.find(kNeverEndsPhrase) != std::string::npos) {

@@ -189,4 +189,23 @@ std::string Pointer(const std::string& base, const std::string& key) {
   return base + "/" + k;
 }
 
+void CharTrie::Add(const std::string& text, bool json_escapes) {
+  size_t node = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (json_escapes && c == '\\') len = i + 1 < text.size() && text[i + 1] == 'u' ? 6 : 2;
+    len = std::min(len, text.size() - i);
+    const std::string unit = text.substr(i, len);
+    i += len;
+    auto it = nodes[node].next.find(unit);
+    if (it == nodes[node].next.end()) {
+      nodes.emplace_back();
+      it = nodes[node].next.emplace(unit, nodes.size() - 1).first;
+    }
+    node = it->second;
+  }
+  nodes[node].ends = true;
+}
+
 }  // namespace unmask::grammar::schema_parts

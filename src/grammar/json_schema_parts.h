@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,19 @@ std::optional<int64_t> AsInteger(const nlohmann::ordered_json& v);
 bool HasType(const nlohmann::ordered_json& v, const std::string& t);
 // A JSON pointer's array index: decimal digits only, no sign; false when it does not fit size_t.
 bool ArrayIndex(const std::string& key, size_t* index);
+
+// A trie of texts by character: a UTF-8 code point, or with json_escapes also a JSON escape
+// sequence ("\n", "\u00e9"), is one edge. Children come after their parents in `nodes`, so a
+// pass from the last node back sees every child before its parent. Node 0 is the root.
+struct CharTrie {
+  struct Node {
+    bool ends = false;                   // a text ends here
+    std::map<std::string, size_t> next;  // character (its bytes) -> node
+  };
+  std::vector<Node> nodes = std::vector<Node>(1);
+
+  void Add(const std::string& text, bool json_escapes);
+};
 
 // A rule-name stem from a hint: lower-case letters, digits and '-', at most 48 characters.
 std::string Sanitize(const std::string& hint);

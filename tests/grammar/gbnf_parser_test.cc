@@ -114,6 +114,9 @@ TEST(GbnfParserTest, ExpandedSizeIsBounded) {
   EXPECT_NE(ErrorOf("root ::= " + literal + "{4000}").find("too large once its repetitions"),
             std::string::npos);
   EXPECT_NE(ErrorOf("root ::= " + literal + "{0,4000}").find("too large"), std::string::npos);
+  // Over a budget, not malformed: ResourceExhausted (the JSON schema compiler tells them apart).
+  EXPECT_EQ(ParseGbnf("root ::= " + literal + "{4000}").status().code(),
+            StatusCode::kResourceExhausted);
   // Groups are rules, so nested counts add up instead of multiplying: accepted.
   MustParse(R"(root ::= ("ab"{4000}){4000})");
   // Thousands of auxiliary rules (fuzz/regressions/grammar_fuzz/nested-repetitions-timeout took

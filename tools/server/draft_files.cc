@@ -136,4 +136,22 @@ Status LoadDraftFiles(const std::vector<std::string>& named,
   return Status::Ok();
 }
 
+Status CheckDraftFilesExist(const std::vector<std::string>& named) {
+  for (const std::string& value : named) {
+    bool found = IsFile(value);
+    for (size_t eq = value.find('='); !found && eq != std::string::npos;
+         eq = value.find('=', eq + 1)) {
+      found = IsFile(value.substr(eq + 1));
+    }
+    if (!found) {
+      std::error_code ec;
+      return InvalidArgumentError(
+          "--draft-heads " + value +
+          (std::filesystem::exists(value, ec) ? ": not a regular file" : ": no such file") +
+          " (give FILE or MODEL_ID=FILE)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace unmask::server

@@ -30,6 +30,11 @@ namespace unmask::server {
 Status LoadDraftFiles(const std::vector<std::string>& named,
                       std::vector<std::unique_ptr<ServedModel>>& models);
 
+// Before the models load (minutes for a large one): each --draft-heads value names a regular
+// file, whole or after one of its '='. Errors: InvalidArgument "--draft-heads V: no such file"
+// or "... not a regular file" (a directory, a fifo, /dev/null).
+Status CheckDraftFilesExist(const std::vector<std::string>& named);
+
 }  // namespace unmask::server
 
 #endif  // UNMASK_TOOLS_SERVER_DRAFT_FILES_H_

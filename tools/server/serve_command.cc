@@ -8,13 +8,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "common/cli_util.h"
 #include "common/decode_args.h"
 #include "common/model_args.h"
 #include "decode/decoder_factory.h"
+#include "server/draft_files.h"
 
 namespace unmask::tools {
 
@@ -135,22 +135,9 @@ int ServeCommand::Run() {
                "--chat-template-file replaces one model's template: serve one -m with it");
     return 2;
   }
-  for (const std::string& value : options.draft_heads) {
-    // A missing file is said before the models load (minutes for a large one); which model a
-    // file is for is settled once their ids and kinds are known (server/draft_files.h).
-    std::error_code ec;
-    bool found = std::filesystem::is_regular_file(value, ec);
-    for (size_t eq = value.find('='); !found && eq != std::string::npos;
-         eq = value.find('=', eq + 1)) {
-      found = std::filesystem::is_regular_file(value.substr(eq + 1), ec);
-    }
-    if (!found) {
-      const bool exists = std::filesystem::exists(value, ec);
-      PrintError("unmask serve", "--draft-heads " + value +
-                                     (exists ? ": not a regular file" : ": no such file") +
-                                     " (give FILE or MODEL_ID=FILE)");
-      return 2;
-    }
+  // A missing heads file is said before the models load (minutes for a large one).
+  if (Status s = server::CheckDraftFilesExist(options.draft_heads); !s.ok()) {
+    return FailWith(kWho, s, 2);
   }
   if (!options.chat_template_file.empty()) {
     // Before the port opens (the render check runs once the model's tokens are known).
